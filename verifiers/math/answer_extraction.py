@@ -1,0 +1,192 @@
+"""Finding the final answer in a model response.
+
+Every scan here is linear in the response length (no backtracking regular expressions over
+the whole text), so a 1 MB response costs milliseconds, not a hang.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from referee.verifiers.math.config import MathConfig
+
+__all__ = ["Extraction", "extract_answer", "find_boxed"]
+
+_BOXED = re.compile(r"\\(?:boxed|fbox)\b")
+_THINK_END = "</think>"
+_FINAL_PHRASE = re.compile(
+    r"(?:final\s+answer|the\s+answer|answer)\s*(?:is|=|:)\s*:?\s*",
+    re.IGNORECASE,
+)
+_GSM8K = re.compile(r"####[ \t]*([^\n]*)")
+_NUMBER = re.compile(r"-?\d+(?:,\d{3})*(?:\.\d+)?(?:/\d+)?")
+_OR_SPLIT = re.compile(r"\s+(?:or|\\(?:text|mbox|textbf)\{\s*or\s*\})\s+|\\text\{\s+or\s+\}")
+_MAX_CANDIDATES = 16
+
+
+@dataclass(frozen=True, slots=True)
+class Extraction:
+    answer: str | None
+    source: str | None  # boxed, answer_tag, final_answer, gsm8k, last_number, whole
+    candidates: tuple[str, ...] = field(default=())
+    """Every distinct final answer found (more than one means the response may be hedging)."""
+
+
+def _balanced(text: str, start: int) -> tuple[str, int] | None:
+    """The content of the brace group opening at ``text[start] == '{'`` and the index after it."""
+    depth = 0
+    for i in range(start, len(text)):
+        ch = text[i]
+        if ch == "\\":
+            continue
+        if ch == "{" and (i == 0 or text[i - 1] != "\\"):
+            depth += 1
+        elif ch == "}" and (i == 0 or text[i - 1] != "\\"):
+            depth -= 1
+            if depth == 0:
+                return text[start + 1 : i], i + 1
+    return None
+
+
+def find_boxed(text: str) -> list[str]:
+    r"""Contents of every ``\boxed{...}`` / ``\fbox{...}`` (nested braces allowed), in order.
+
+    ``\boxed 5`` (no braces) takes the next token. An unclosed box is ignored.
+    """
+    found: list[str] = []
+    pos = 0
+    while len(found) < 64:
+        m = _BOXED.search(text, pos)
+        if m is None:
+            break
+        j = m.end()
+        while j < len(text) and text[j] == " ":
+            j += 1
+        if j < len(text) and text[j] == "{":
+            group = _balanced(text, j)
+            if group is None:
+                break
+            found.append(group[0])
+            pos = group[1]
+        else:
+            tok = re.match(r"[^\s$]+", text[j:])
+            if tok:
+                found.append(tok.group(0))
+            pos = j + (tok.end() if tok else 0) + 1
+    return found
+
+
+def _last_answer_tag(text: str) -> str | None:
+    """Content of the last ``<answer>...</answer>`` (found from the end: linear, no regex)."""
+    lower = text.lower()
+    end = lower.rfind("</answer>")
+    if end < 0:
+        return None
+    start = lower.rfind("<answer>", 0, end)
+    return text[start + len("<answer>") : end] if start >= 0 else None
+
+
+def _phrase_answer(text: str) -> str | None:
+    last = None
+    for m in _FINAL_PHRASE.finditer(text):
+        last = m
+    if last is None:
+        return None
+    rest = text[last.end() : last.end() + 4000]
+    if rest.startswith("$$"):
+        end = rest.find("$$", 2)
+        return rest[2:end] if end > 0 else None
+    if rest.startswith("$"):
+        end = rest.find("$", 1)
+        return rest[1:end] if end > 0 else None
+    if rest.startswith("\\(") or rest.startswith("\\["):
+        close = "\\)" if rest[1] == "(" else "\\]"
+        end = rest.find(close, 2)
+        return rest[2:end] if end > 0 else None
+    line = rest.split("\n", 1)[0]
+    # A sentence ends at ". " or at a final "." (a decimal point is followed by a digit).
+    line = re.split(r"\.(?:\s|$)", line, maxsplit=1)[0]
+    line = line.strip().rstrip(".;,!")
+    return line or None
+
+
+_RELATION = re.compile(r"[<>≤≥]|\\[lg]eq?(?![a-z])|\\[lg]t(?![a-z])")
+
+
+def _split_or(answer: str) -> list[str]:
+    parts = [p.strip() for p in _OR_SPLIT.split(answer) if p and p.strip()]
+    if len(parts) > 1 and all(_RELATION.search(p) for p in parts):
+        return [answer]  # "x < -2 or x > 2" is one answer: a union
+    return parts if len(parts) > 1 else [answer]
+
+
+def _distinct(values: list[str]) -> tuple[str, ...]:
+    seen: dict[str, None] = {}
+    for v in values:
+        key = " ".join(v.split())
+        if key:
+            seen.setdefault(key, None)
+    return tuple(seen)[:_MAX_CANDIDATES]
+
+
+def _result(answers: list[str], source: str) -> Extraction:
+    expanded: list[str] = []
+    for a in answers:
+        expanded.extend(_split_or(a.strip()))
+    candidates = _distinct(expanded)
+    if not candidates:
+        return Extraction(None, source)
+    return Extraction(candidates[-1], source, candidates)
+
+
+def extract_answer(response: str, config: MathConfig | None = None) -> Extraction:
+    """Read the final answer of ``response``. See :data:`~referee.verifiers.math.ExtractMode`."""
+    cfg = config or MathConfig()
+    text = response.replace("\x00", "")
+    if cfg.extract == "none":
+        return _result([text], "whole")
+    # The final answer stands after the reasoning: read the part after </think> first.
+    cut = text.rfind(_THINK_END)
+    segments = [text[cut + len(_THINK_END) :], text] if cut >= 0 else [text]
+    for segment in segments:
+        found = _extract_segment(segment, cfg)
+        if found.answer is not None:
+            return found
+    return Extraction(None, None)
+
+
+def _extract_segment(text: str, cfg: MathConfig) -> Extraction:
+    mode = cfg.extract
+    if mode in ("auto", "boxed"):
+        boxed = [b for b in find_boxed(text) if b.strip()]
+        if boxed:
+            return _result(boxed, "boxed")
+        if mode == "boxed":
+            return Extraction(None, None)
+    if mode in ("auto", "answer_tag"):
+        inner = _last_answer_tag(text)
+        if inner is not None:
+            phrase = _phrase_answer(inner)
+            return _result([phrase if phrase else inner], "answer_tag")
+        if mode == "answer_tag":
+            return Extraction(None, None)
+    if mode in ("auto", "final_answer"):
+        phrase = _phrase_answer(text)
+        if phrase:
+            return _result([phrase], "final_answer")
+        if mode == "final_answer":
+            return Extraction(None, None)
+    if mode in ("auto", "gsm8k"):
+        marks = _GSM8K.findall(text)
+        if marks and marks[-1].strip():
+            return _result([marks[-1]], "gsm8k")
+        if mode == "gsm8k":
+            return Extraction(None, None)
+    if mode == "auto" and cfg.last_number_fallback:
+        last = None
+        for m in _NUMBER.finditer(text[-20_000:]):
+            last = m
+        if last is not None:
+            return Extraction(last.group(0), "last_number", (last.group(0),))
+    return Extraction(None, None)

@@ -1,0 +1,98 @@
+"""``verify(response, reference)``: extraction, guards, parsing and comparison in one call.
+
+This runs in the calling thread with no deadline of its own: use it directly for trusted input
+or inside a worker of :class:`referee.verifiers.CheckPool`, which adds the hard per-check
+deadline and memory cap that hostile input needs.
+"""
+
+from __future__ import annotations
+
+import sys
+from functools import lru_cache
+
+from referee.verifiers.math.answer_extraction import extract_answer
+from referee.verifiers.math.comparison import equal
+from referee.verifiers.math.config import MathConfig
+from referee.verifiers.math.guards import Rejected
+from referee.verifiers.math.parsing import Unparseable, parse_answer
+from referee.verifiers.math.values import Value
+from referee.verifiers.math.verdict import MathVerdict, Outcome
+
+__all__ = ["parse", "verify"]
+
+_EVAL_ERRORS = (
+    TypeError,
+    ValueError,
+    ArithmeticError,
+    AttributeError,
+    RecursionError,
+    NotImplementedError,
+    IndexError,
+    KeyError,
+)
+
+
+def parse(answer: str, config: MathConfig | None = None) -> Value:
+    """Parse an answer (no extraction). Raises Unparseable or Rejected."""
+    return parse_answer(answer, config or MathConfig())
+
+
+@lru_cache(maxsize=8192)
+def _parse_reference(reference: str, config: MathConfig) -> Value | Exception:
+    # Every rollout in a group shares its reference: parse it once.
+    try:
+        return parse_answer(reference, config)
+    except (Unparseable, Rejected, *_EVAL_ERRORS) as exc:
+        return exc
+
+
+def _verdict(outcome: Outcome, **kw: str | None) -> MathVerdict:
+    return MathVerdict(score=1.0 if outcome is Outcome.CORRECT else 0.0, outcome=outcome, **kw)
+
+
+def verify(response: str, reference: str, config: MathConfig | None = None) -> MathVerdict:
+    """Score ``response`` against ``reference``: 1.0 when its final answer equals it, else 0.0."""
+    cfg = config or MathConfig()
+    ref = _parse_reference(reference, cfg)
+    if isinstance(ref, Exception):
+        return _verdict(Outcome.BAD_REFERENCE, reason=f"reference: {ref}")
+    found = extract_answer(response, cfg)
+    if found.answer is None:
+        return _verdict(Outcome.NO_ANSWER, reason="no final answer found in the response")
+    extracted = found.answer if len(found.answer) <= 500 else found.answer[:500] + "…"
+    base = {"extracted": extracted, "extraction": found.source, "parsed_reference": str(ref)}
+
+    parsed: list[Value] = []
+    for cand in found.candidates if cfg.hedging_is_wrong else (found.answer,):
+        try:
+            parsed.append(parse_answer(cand, cfg))
+        except Rejected as exc:
+            return _verdict(Outcome.REJECTED, reason=str(exc), **base)
+        except (Unparseable, *_EVAL_ERRORS) as exc:
+            if len(found.candidates) == 1:
+                return _verdict(Outcome.UNPARSEABLE, reason=str(exc), **base)
+    if not parsed:
+        return _verdict(Outcome.UNPARSEABLE, reason="no candidate answer could be parsed", **base)
+    pred = parsed[-1]
+    base["parsed_response"] = str(pred)
+    try:
+        if len(parsed) > 1 and any(not equal(pred, other, cfg) for other in parsed[:-1]):
+            return _verdict(
+                Outcome.HEDGED,
+                reason=f"{len(found.candidates)} different final answers: "
+                + "; ".join(c[:40] for c in found.candidates[:4]),
+                **base,
+            )
+        method = equal(ref, pred, cfg)
+    except Rejected as exc:
+        return _verdict(Outcome.REJECTED, reason=str(exc), **base)
+    except _EVAL_ERRORS as exc:
+        return _verdict(
+            Outcome.UNPARSEABLE, reason=f"comparison failed: {type(exc).__name__}", **base
+        )
+    if method:
+        return _verdict(Outcome.CORRECT, method=method, **base)
+    return _verdict(Outcome.WRONG, reason="not equal to the reference", **base)
+
+
+sys.setrecursionlimit(max(sys.getrecursionlimit(), 3000))

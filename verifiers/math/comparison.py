@@ -1,0 +1,374 @@
+"""Deciding whether two parsed answers are equal, with the cheapest sound method first.
+
+The method follows the reference's type: exact rational arithmetic for numbers (never float
+rounding: 1/2^98 and 1/2^99 differ), high-precision numeric comparison with a relative tolerance
+for irrational constants, a decimal-approximation rule for answers written as decimals, and for
+expressions with variables: expansion, then evaluation at several fixed points (fast, rejects
+almost every wrong answer), then ``simplify`` only when the evaluations cannot decide.
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+from typing import Any
+
+import sympy
+
+from referee.verifiers.math.config import MathConfig
+from referee.verifiers.math.parsing import to_real_set
+from referee.verifiers.math.values import (
+    Equation,
+    IntervalSet,
+    MatrixValue,
+    Relation,
+    Scalar,
+    Seq,
+    Text,
+    Value,
+)
+
+__all__ = ["equal"]
+
+_PRECISION = 50
+_PROBES = (
+    Fraction(7315, 10000),
+    Fraction(13917, 10000),
+    Fraction(21173, 10000),
+    Fraction(4381, 10000),
+    Fraction(17771, 10000),
+    Fraction(28813, 10000),
+)
+
+
+def _percent_variants(v: Scalar, policy: str) -> list[Scalar]:
+    if not v.percent or policy == "number":
+        return [v]
+    hundredth = Scalar(
+        exact=v.exact / 100 if v.exact is not None else None,
+        expr=v.expr / 100 if v.expr is not None else None,
+    )
+    return [hundredth] if policy == "fraction" else [v, hundredth]
+
+
+def _terminates_within(value: Fraction, places: int) -> bool:
+    return bool((value * 10**places).denominator == 1)
+
+
+def _approx_match(
+    decimal: Scalar, other_value: Any, other_exact: Fraction | None, config: MathConfig
+) -> bool:
+    """``decimal`` (written with k places) is ``other`` rounded or truncated to k places."""
+    places = decimal.decimal_places
+    if places is None or config.approx_min_sig_digits <= 0:
+        return False
+    if decimal.sig_digits < config.approx_min_sig_digits or decimal.exact is None:
+        return False
+    if other_exact is not None and _terminates_within(other_exact, places):
+        return False  # an exact short decimal must be written exactly
+    tol = Fraction(1, 10**places)
+    if other_exact is not None:
+        return abs(other_exact - decimal.exact) < tol
+    try:
+        num = sympy.N(other_value, _PRECISION)
+        if not num.is_real:
+            return False
+        diff = abs(sympy.Rational(decimal.exact.numerator, decimal.exact.denominator) - num)
+        return bool(diff < sympy.Rational(tol.numerator, tol.denominator))
+    except (TypeError, ValueError, ArithmeticError):
+        return False
+
+
+def _numeric(expr: Any) -> Any | None:
+    try:
+        val = sympy.N(expr, _PRECISION)
+    except (TypeError, ValueError, ArithmeticError, RecursionError):
+        return None
+    if not isinstance(val, sympy.Number | sympy.Add | sympy.Mul) or val.has(sympy.nan, sympy.zoo):
+        return None
+    return val
+
+
+def _close(a: Any, b: Any, rel_tol: float) -> bool | None:
+    """|a - b| <= rel_tol * max(|a|, |b|), in arbitrary-precision arithmetic (no float overflow:
+    two huge values must not both become inf and compare equal)."""
+    try:
+        diff = abs(sympy.N(a - b, _PRECISION))
+        scale = max(abs(a), abs(b))
+        if not (diff.is_finite and scale.is_finite):
+            return None
+        if diff == 0:
+            return True
+        return bool(diff <= rel_tol * scale)
+    except (TypeError, ValueError, ArithmeticError):
+        return None
+
+
+def _constant_equal(r: Any, p: Any, config: MathConfig) -> str | None:
+    if r == p:
+        return "exact"
+    if r.is_infinite or p.is_infinite or r.has(sympy.oo, sympy.zoo) or p.has(sympy.oo, sympy.zoo):
+        return None
+    rn, pn = _numeric(r), _numeric(p)
+    if rn is None or pn is None:
+        return "symbolic" if _simplifies_to_zero(r - p) else None
+    close = _close(rn, pn, config.rel_tol)
+    if close is None:
+        return "symbolic" if _simplifies_to_zero(r - p) else None
+    return "numeric" if close else None
+
+
+def _simplifies_to_zero(expr: Any) -> bool:
+    try:
+        return bool(sympy.simplify(expr) == 0)
+    except (TypeError, ValueError, ArithmeticError, RecursionError, AttributeError):
+        return False
+
+
+def _probe(a: Any, b: Any, symbols: list[Any]) -> bool | None:
+    """Evaluate both at fixed points: False on a clear difference, True when >= 3 points agree."""
+    agree = 0
+    for k in range(len(_PROBES)):
+        subs = {
+            s: sympy.Rational(
+                _PROBES[(k + j) % len(_PROBES)].numerator,
+                _PROBES[(k + j) % len(_PROBES)].denominator,
+            )
+            + j
+            for j, s in enumerate(symbols)
+        }
+        av, bv = _numeric(a.subs(subs)), _numeric(b.subs(subs))
+        if av is None or bv is None:
+            continue
+        close = _close(av, bv, 1e-20)
+        if close is None:
+            continue
+        if not close:
+            return False
+        agree += 1
+        if agree >= 3:
+            return True
+    return None
+
+
+def symbolic_equal(a: Any, b: Any) -> str | None:
+    diff = a - b
+    if diff == 0:
+        return "symbolic"
+    try:
+        if sympy.expand(diff) == 0:
+            return "symbolic"
+    except (TypeError, ValueError, ArithmeticError, RecursionError):
+        pass
+    symbols = sorted(diff.free_symbols, key=str)
+    probed = _probe(a, b, symbols)
+    if probed is not None:
+        return "symbolic_numeric" if probed else None
+    return "symbolic" if _simplifies_to_zero(diff) else None
+
+
+def _scalar_equal(r: Scalar, p: Scalar, config: MathConfig) -> str | None:
+    for rv in _percent_variants(r, config.percent):
+        for pv in _percent_variants(p, config.percent):
+            method = _scalar_pair(rv, pv, config)
+            if method:
+                return method
+    return None
+
+
+def _scalar_pair(r: Scalar, p: Scalar, config: MathConfig) -> str | None:
+    if r.exact is not None and p.exact is not None:
+        if r.exact == p.exact:
+            return "exact"
+        if _approx_match(p, None, r.exact, config) or _approx_match(r, None, p.exact, config):
+            return "approx_decimal"
+        return None
+    rs, ps = r.sym(), p.sym()
+    if p.degrees and not r.degrees and config.degrees_equal_radians and rs.has(sympy.pi):
+        ps = ps * sympy.pi / 180
+    if not rs.free_symbols and not ps.free_symbols:
+        method = _constant_equal(rs, ps, config)
+        if method:
+            return method
+        if p.exact is not None and _approx_match(p, rs, None, config):
+            return "approx_decimal"
+        if r.exact is not None and _approx_match(r, ps, None, config):
+            return "approx_decimal"
+        return None
+    return symbolic_equal(rs, ps)
+
+
+def _ratio_constant(a: Any, b: Any) -> bool:
+    """a = k * b for a nonzero constant k (an equation scaled on both sides)."""
+    symbols = sorted((a.free_symbols | b.free_symbols), key=str)
+    ratios = []
+    for k in range(4):
+        subs = {
+            s: sympy.Rational(_PROBES[(k + j) % 6].numerator, _PROBES[(k + j) % 6].denominator) + j
+            for j, s in enumerate(symbols)
+        }
+        av, bv = _numeric(a.subs(subs)), _numeric(b.subs(subs))
+        if av is None or bv is None or bv == 0:
+            return False
+        ratios.append(sympy.N(av / bv, _PRECISION))
+    return ratios[0] != 0 and all(_close(x, ratios[0], 1e-20) for x in ratios)
+
+
+def _equation_equal(r: Equation, p: Equation, config: MathConfig) -> str | None:
+    if r.simple_lhs and p.simple_lhs and r.lhs == p.lhs:
+        return equal(r.rhs, p.rhs, config)
+    if not isinstance(r.rhs, Scalar) or not isinstance(p.rhs, Scalar):
+        return None
+    rd, pd = r.lhs - r.rhs.sym(), p.lhs - p.rhs.sym()
+    if r.lhs == p.lhs and equal(r.rhs, p.rhs, config):
+        return "equation"
+    if symbolic_equal(rd, pd) or symbolic_equal(rd, -pd):
+        return "equation"
+    if rd.free_symbols == pd.free_symbols and _ratio_constant(rd, pd):
+        return "equation_scaled"
+    return None
+
+
+def _unordered_equal(r: tuple[Value, ...], p: tuple[Value, ...], config: MathConfig) -> bool:
+    if len(r) != len(p):
+        return False
+    left = list(p)
+    for item in r:
+        for j, cand in enumerate(left):
+            if equal(item, cand, config):
+                del left[j]
+                break
+        else:
+            return False
+    return True
+
+
+def _seq_equal(r: Seq, p: Seq, config: MathConfig) -> str | None:
+    if r.kind == "tuple" and p.kind == "tuple":
+        if (r.interval_like or p.interval_like) and (r.open, r.close) != (p.open, p.close):
+            return None
+        if len(r.items) == len(p.items) and all(
+            equal(a, b, config) for a, b in zip(r.items, p.items, strict=True)
+        ):
+            return "tuple"
+        return None
+    if "set" in (r.kind, p.kind) and "tuple" in (r.kind, p.kind):
+        return None
+    if "tuple" in (r.kind, p.kind):  # a bare list against a tuple: order matters
+        if len(r.items) == len(p.items) and all(
+            equal(a, b, config) for a, b in zip(r.items, p.items, strict=True)
+        ):
+            return "tuple"
+        return None
+    return "set" if _unordered_equal(r.items, p.items, config) else None
+
+
+def _canon_set(x: Any) -> Any:
+    return sympy.Interval(sympy.S.NegativeInfinity, sympy.S.Infinity) if x == sympy.S.Reals else x
+
+
+def _real_sets_equal(a: Any, b: Any, config: MathConfig) -> str | None:
+    a, b = _canon_set(a), _canon_set(b)
+    pieces_a = list(a.args) if isinstance(a, sympy.Union) else [a]
+    pieces_b = list(b.args) if isinstance(b, sympy.Union) else [b]
+    if len(pieces_a) != len(pieces_b):
+        return None
+    left = list(pieces_b)
+    for x in pieces_a:
+        for j, y in enumerate(left):
+            if type(x) is type(y) and _piece_equal(x, y, config):
+                del left[j]
+                break
+        else:
+            return None
+    return "interval"
+
+
+def _piece_equal(x: Any, y: Any, config: MathConfig) -> bool:
+    if isinstance(x, sympy.Interval):
+        if (x.left_open, x.right_open) != (y.left_open, y.right_open):
+            return False
+        return bool(_sym_equal(x.start, y.start, config) and _sym_equal(x.end, y.end, config))
+    if isinstance(x, sympy.FiniteSet):
+        return _unordered_equal(
+            tuple(Scalar(expr=v) for v in x.args), tuple(Scalar(expr=v) for v in y.args), config
+        )
+    return bool(x == y)
+
+
+def _sym_equal(a: Any, b: Any, config: MathConfig) -> str | None:
+    if a == b:
+        return "exact"
+    if a.is_infinite or b.is_infinite:
+        return None
+    return _scalar_equal(Scalar(expr=a), Scalar(expr=b), config)
+
+
+def _text_of(v: Value) -> str | None:
+    if isinstance(v, Text):
+        return v.text
+    if isinstance(v, Scalar) and isinstance(v.expr, sympy.Symbol):
+        return str(v.expr).casefold()
+    return None
+
+
+def equal(ref: Value, pred: Value, config: MathConfig) -> str | None:
+    """The method that shows ``pred`` equals ``ref``, or None when they differ."""
+    if isinstance(pred, Equation) and pred.simple_lhs and not isinstance(ref, Equation):
+        pred = pred.rhs
+    if isinstance(ref, Equation) and ref.simple_lhs and not isinstance(pred, Equation):
+        ref = ref.rhs
+    if isinstance(ref, Text) or isinstance(pred, Text):
+        rt, pt = _text_of(ref), _text_of(pred)
+        return "text" if rt is not None and rt == pt else None
+    if isinstance(ref, Scalar) and isinstance(pred, Scalar):
+        return _scalar_equal(ref, pred, config)
+    if isinstance(ref, Equation) and isinstance(pred, Equation):
+        return _equation_equal(ref, pred, config)
+    if isinstance(ref, Seq) and isinstance(pred, Seq):
+        if ref.interval_like and pred.interval_like:
+            return _seq_equal(ref, pred, config)
+        return _seq_equal(ref, pred, config)
+    if isinstance(ref, Seq) and len(ref.items) == 1 and not isinstance(pred, Seq):
+        return equal(ref.items[0], pred, config)
+    if isinstance(pred, Seq) and len(pred.items) == 1 and not isinstance(ref, Seq):
+        return equal(ref, pred.items[0], config)
+    if isinstance(ref, MatrixValue | Seq) and isinstance(pred, MatrixValue | Seq):
+        rm, pm = _as_matrix(ref), _as_matrix(pred)
+        if rm is None or pm is None or rm.shape != pm.shape:
+            return None
+        ok = all(_sym_equal(a, b, config) for a, b in zip(rm, pm, strict=True))
+        return "matrix" if ok else None
+    if isinstance(ref, IntervalSet | Seq | Relation) or isinstance(
+        pred, IntervalSet | Seq | Relation
+    ):
+        rs, ps = _as_set(ref), _as_set(pred)
+        if rs is not None and ps is not None:
+            return _real_sets_equal(rs, ps, config)
+        if isinstance(ref, Relation) and isinstance(pred, Relation):
+            return "relation" if ref.value == pred.value else None
+    return None
+
+
+def _as_set(v: Value) -> Any | None:
+    if isinstance(v, Relation):
+        try:
+            syms = v.value.free_symbols
+            if len(syms) == 1:
+                return v.value.as_set()
+        except (NotImplementedError, TypeError, ValueError, AttributeError):
+            return None
+        return None
+    return to_real_set(v)
+
+
+def _as_matrix(v: Value) -> Any | None:
+    if isinstance(v, MatrixValue):
+        m = v.value
+        return m.T if m.shape[0] == 1 else m  # a row and a column vector compare alike
+    if (
+        isinstance(v, Seq)
+        and v.kind in ("tuple", "list")
+        and all(isinstance(x, Scalar) for x in v.items)
+    ):
+        return sympy.ImmutableMatrix([[x.sym()] for x in v.items if isinstance(x, Scalar)])
+    return None

@@ -1,0 +1,135 @@
+"""Cheap checks that refuse hostile answers before sympy sees them.
+
+A power tower (``9^{9^{9^{9}}}``), a huge factorial, 10,000 nested braces or a 200,000-digit
+literal can keep sympy busy for hours or exhaust memory. These checks are linear in the input and
+run before any evaluation; the process pool's deadline is the second line of defence.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import sympy
+
+from referee.verifiers.math.config import MathConfig
+
+__all__ = ["Rejected", "check_expression", "check_text"]
+
+_OPEN = "{[("
+_CLOSE = "}])"
+_MAX_NODES = 3_000
+_MAX_SYMBOLIC_EXPONENT = 200
+
+
+class Rejected(ValueError):
+    """A guard refused to evaluate the answer; the message says which one."""
+
+
+def check_text(text: str, config: MathConfig) -> None:
+    if len(text) > config.max_answer_chars:
+        raise Rejected(f"answer has {len(text)} characters (limit {config.max_answer_chars})")
+    depth = deepest = 0
+    run = longest = 0
+    for ch in text:
+        if ch in _OPEN:
+            depth += 1
+            deepest = max(deepest, depth)
+        elif ch in _CLOSE:
+            depth -= 1
+        if ch.isdigit():
+            run += 1
+            longest = max(longest, run)
+        else:
+            run = 0
+    if deepest > config.max_nesting:
+        raise Rejected(f"nesting depth {deepest} (limit {config.max_nesting})")
+    if longest > config.max_digits:
+        raise Rejected(f"number literal has {longest} digits (limit {config.max_digits})")
+    if text.count("^") > 64:
+        raise Rejected(f"{text.count('^')} exponents (limit 64)")
+
+
+def _log10_abs(expr: Any) -> float:
+    """An upper bound of log10|expr| for a numeric subtree; 0.0 for small or non-numeric."""
+    if isinstance(expr, sympy.Integer):
+        p = abs(int(expr))
+        return p.bit_length() * 0.30103 if p else 0.0
+    if isinstance(expr, sympy.Rational):
+        return max(abs(int(expr.p)).bit_length(), abs(int(expr.q)).bit_length()) * 0.30103
+    if isinstance(expr, sympy.Float):
+        return max(0.0, math.log10(abs(float(expr))) if expr != 0 else 0.0)
+    return 1.0
+
+
+def check_expression(expr: Any, config: MathConfig) -> None:
+    """Walk an unevaluated sympy tree and refuse anything whose value would be enormous."""
+    limit = config.max_magnitude_log10
+    nodes = 0
+
+    def bound(e: Any) -> float:
+        nonlocal nodes
+        nodes += 1
+        if nodes > _MAX_NODES:
+            raise Rejected(f"expression has more than {_MAX_NODES} nodes")
+        if isinstance(e, sympy.Pow):
+            base, exp = e.args
+            lb, lx = bound(base), bound(exp)
+            if exp.free_symbols:
+                return float(lb)
+            if base.free_symbols:
+                if exp.is_Integer and abs(int(exp)) > _MAX_SYMBOLIC_EXPONENT:
+                    raise Rejected(f"symbolic power with exponent {exp} is too large to expand")
+                if lx > 3:
+                    raise Rejected("symbolic power with a huge exponent")
+                return float(lb)
+            if lx > 8:
+                raise Rejected("power tower too large to evaluate")
+            est = (10.0**lx) * max(lb, 0.30103)
+            if est > limit:
+                raise Rejected(f"power of about 10^{est:.3g} (limit 10^{limit:g})")
+            return float(est)
+        if isinstance(e, sympy.factorial | sympy.gamma | sympy.factorial2 | sympy.subfactorial):
+            arg = e.args[0]
+            la = bound(arg)
+            if la > 6:
+                raise Rejected("factorial of a huge number")
+            n = 10.0**la
+            est = n * max(math.log10(max(n, 2.0)), 1.0)
+            if est > limit:
+                raise Rejected(f"factorial of about 10^{est:.3g} (limit 10^{limit:g})")
+            return float(est)
+        if isinstance(e, sympy.exp):
+            la = bound(e.args[0])
+            if la > 6:
+                raise Rejected("exponential of a huge number")
+            est = (10.0**la) * 0.4343
+            if est > limit:
+                raise Rejected(f"exponential of about 10^{est:.3g} (limit 10^{limit:g})")
+            return float(est)
+        if isinstance(e, sympy.Sum | sympy.Product):
+            for limits in e.limits:
+                if len(limits) == 3 and max(bound(limits[1]), bound(limits[2])) > 4:
+                    raise Rejected("sum or product over more than 10^4 terms")
+            return bound(e.function) * (10.0**4 if isinstance(e, sympy.Product) else 1.0) + 4.0
+        if isinstance(e, sympy.binomial):
+            for a in e.args:
+                if bound(a) > 5:
+                    raise Rejected("binomial of a huge number")
+            return float(0.30103 * 10.0 ** bound(e.args[0]))
+        if not e.args:
+            return _log10_abs(e)
+        child = [bound(a) for a in e.args]
+        if isinstance(e, sympy.Mul):
+            return sum(child)
+        return max(child) + 1.0
+
+    if isinstance(expr, sympy.MatrixBase):
+        if expr.rows * expr.cols > _MAX_NODES:
+            raise Rejected(f"matrix of {expr.rows}x{expr.cols} entries is too large")
+        for entry in expr:
+            check_expression(entry, config)
+        return
+    b = bound(expr)
+    if b > limit:
+        raise Rejected(f"value of about 10^{b:.3g} (limit 10^{limit:g})")

@@ -1,0 +1,325 @@
+r"""From an answer string to a parsed :mod:`~referee.verifiers.math.values` form.
+
+Structure (sets, tuples, intervals, unions, equations, inequalities, ``\pm``, lists) is read
+here; scalar pieces go to the fast number reader first and to latex2sympy2_extended only when
+they need it. Every sympy tree is checked by :func:`~referee.verifiers.math.guards.check_expression`
+before anything evaluates it.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from typing import Any
+
+import sympy
+from latex2sympy2_extended import latex2sympy
+
+from referee.verifiers.math.config import MathConfig
+from referee.verifiers.math.fast_numbers import TooLarge, parse_fast_number
+from referee.verifiers.math.guards import Rejected, check_expression, check_text
+from referee.verifiers.math.normalization import normalize
+from referee.verifiers.math.values import (
+    Equation,
+    IntervalSet,
+    MatrixValue,
+    Relation,
+    Scalar,
+    Seq,
+    Text,
+    Value,
+)
+
+__all__ = ["Unparseable", "parse_answer", "to_real_set"]
+
+_I = sympy.Symbol("i")
+_REL_OPS = re.compile(
+    r"\\leqslant|\\geqslant|\\leq|\\geq|\\le(?![a-z])|\\ge(?![a-z])|\\lt(?![a-z])|"
+    r"\\gt(?![a-z])|\\neq|\\ne(?![a-z])|<=|>=|<|>"
+)
+_REL_KIND = {
+    "<": "lt",
+    r"\lt": "lt",
+    ">": "gt",
+    r"\gt": "gt",
+    "<=": "le",
+    r"\le": "le",
+    r"\leq": "le",
+    r"\leqslant": "le",
+    ">=": "ge",
+    r"\ge": "ge",
+    r"\geq": "ge",
+    r"\geqslant": "ge",
+    r"\ne": "ne",
+    r"\neq": "ne",
+}
+_VAR = re.compile(r"^[a-zA-Z](?:_\{?[a-zA-Z0-9]+\}?)?$")
+_FUNC_LHS = re.compile(r"^[a-zA-Z](?:_\{?[a-zA-Z0-9]+\}?)?\s*\([a-zA-Z, ]*\)$")
+_VAR_TUPLE = re.compile(r"^\(\s*[a-zA-Z](?:\s*,\s*[a-zA-Z])+\s*\)$")
+_IN_PREFIX = re.compile(r"^([a-zA-Z](?:_\{?[a-zA-Z0-9]+\}?)?)\s*\\in\s*(.+)$")
+_MATRIX = re.compile(r"\\begin\{[pbvBV]?matrix\}|\\begin\{array\}")
+_EMPTY = re.compile(r"^(?:\\emptyset|\\varnothing|\\\{\s*\\\}|\{\s*\})$")
+_SEPARATORS = (",", " and ", ";")
+
+
+class Unparseable(ValueError):
+    """The answer is not something the verifier can read as math."""
+
+
+def _top_level(s: str) -> Iterator[tuple[int, str]]:
+    """(index, char) of characters at bracket depth 0 (``\\{`` counts as a bracket)."""
+    depth = 0
+    i = 0
+    n = len(s)
+    while i < n:
+        ch = s[i]
+        if ch == "\\" and i + 1 < n and s[i + 1] in "{}":
+            depth += 1 if s[i + 1] == "{" else -1
+            i += 2
+            continue
+        if ch in "{[(":
+            depth += 1
+        elif ch in "}])":
+            depth -= 1
+        elif depth == 0:
+            yield i, ch
+        i += 1
+
+
+def _split_top(s: str, sep: str) -> list[str]:
+    parts: list[str] = []
+    last = 0
+    positions = {i for i, _ in _top_level(s)}
+    i = 0
+    while i <= len(s) - len(sep):
+        if i in positions and s.startswith(sep, i):
+            parts.append(s[last:i])
+            last = i + len(sep)
+            i = last
+            continue
+        i += 1
+    parts.append(s[last:])
+    return parts
+
+
+def _closing_index(s: str, start: int) -> int:
+    depth = 0
+    i = start
+    while i < len(s):
+        ch = s[i]
+        if ch == "\\" and i + 1 < len(s) and s[i + 1] in "{}":
+            depth += 1 if s[i + 1] == "{" else -1
+            if depth == 0:
+                return i + 1
+            i += 2
+            continue
+        if ch in "{[(":
+            depth += 1
+        elif ch in "}])":
+            depth -= 1
+            if depth == 0:
+                return i
+        i += 1
+    return -1
+
+
+def _latex_to_sympy(s: str, config: MathConfig) -> Any:
+    try:
+        expr = latex2sympy(s)
+    except Exception as exc:  # the ANTLR parser raises many types; none is our fault
+        raise Unparseable(f"cannot parse {s[:80]!r}: {type(exc).__name__}") from exc
+    check_expression(expr, config)
+    try:
+        if isinstance(expr, sympy.MatrixBase):
+            return sympy.ImmutableMatrix(expr.doit())
+        value = expr.doit() if hasattr(expr, "doit") else expr
+        if _I in getattr(value, "free_symbols", ()):
+            value = value.subs(_I, sympy.I)
+        return value
+    except (TypeError, ValueError, ArithmeticError, AttributeError, RecursionError) as exc:
+        raise Unparseable(f"cannot evaluate {s[:80]!r}: {type(exc).__name__}") from exc
+
+
+def _scalar(s: str, config: MathConfig) -> Value:
+    try:
+        fast = parse_fast_number(s, config.max_digits, int(config.max_magnitude_log10))
+    except TooLarge as exc:
+        raise Rejected(str(exc)) from exc
+    if fast is not None:
+        return Scalar(
+            exact=fast.value, decimal_places=fast.decimal_places, sig_digits=fast.sig_digits
+        )
+    value = _latex_to_sympy(s, config)
+    return _from_sympy(value)
+
+
+def _from_sympy(value: Any) -> Value:
+    if isinstance(value, sympy.MatrixBase):
+        return MatrixValue(sympy.ImmutableMatrix(value))
+    if isinstance(value, sympy.Set):
+        if isinstance(value, sympy.FiniteSet):
+            return Seq(tuple(_from_sympy(a) for a in value.args), "set")
+        return IntervalSet(value)
+    if isinstance(value, sympy.Equality):
+        lhs_simple = isinstance(value.lhs, sympy.Symbol | sympy.core.function.AppliedUndef)
+        return Equation(value.lhs, _from_sympy(value.rhs), lhs_simple)
+    if isinstance(value, sympy.core.relational.Relational | sympy.And | sympy.Or):
+        return Relation(value)
+    if isinstance(value, sympy.Rational):
+        from fractions import Fraction
+
+        return Scalar(exact=Fraction(int(value.p), int(value.q)), expr=value)
+    if isinstance(value, sympy.Tuple | tuple):
+        return Seq(tuple(_from_sympy(a) for a in value), "tuple", "(", ")")
+    if isinstance(value, sympy.Basic):
+        return Scalar(expr=value)
+    raise Unparseable(f"unsupported value {type(value).__name__}")
+
+
+def _relation(s: str, config: MathConfig) -> Value | None:
+    ops = [(m.start(), m.end(), m.group(0)) for m in _REL_OPS.finditer(s)]
+    top = {i for i, _ in _top_level(s)}
+    ops = [o for o in ops if o[0] in top]
+    if not ops:
+        return None
+    parts: list[str] = []
+    kinds: list[str] = []
+    last = 0
+    for start, end, op in ops:
+        parts.append(s[last:start].strip())
+        kinds.append(_REL_KIND[op])
+        last = end
+    parts.append(s[last:].strip())
+    var_at = [i for i, p in enumerate(parts) if _VAR.match(p)]
+    if len(var_at) == 1 and "ne" not in kinds and all(parts):
+        idx = var_at[0]
+        lo: Any = sympy.S.NegativeInfinity
+        hi: Any = sympy.S.Infinity
+        lo_open = hi_open = True
+        try:
+            bounds = {i: _scalar(p, config) for i, p in enumerate(parts) if i != idx}
+        except Unparseable:
+            bounds = {}
+        if bounds and all(isinstance(b, Scalar) for b in bounds.values()):
+            ok = True
+            for k, kind in enumerate(kinds):
+                left, right = k, k + 1
+                # normalise to "variable OP bound"
+                if right == idx:
+                    bound, kind_v = (
+                        bounds[left],
+                        {"lt": "gt", "gt": "lt", "le": "ge", "ge": "le"}[kind],
+                    )
+                elif left == idx:
+                    bound, kind_v = bounds[right], kind
+                else:
+                    ok = False
+                    break
+                assert isinstance(bound, Scalar)
+                if kind_v in ("gt", "ge"):
+                    lo, lo_open = bound.sym(), kind_v == "gt"
+                else:
+                    hi, hi_open = bound.sym(), kind_v == "lt"
+            if ok:
+                return IntervalSet(sympy.Interval(lo, hi, lo_open, hi_open))
+    return Relation(_latex_to_sympy(s, config))
+
+
+def _items(inner: str, config: MathConfig) -> tuple[Value, ...]:
+    for sep in _SEPARATORS:
+        parts = _split_top(inner, sep)
+        if len(parts) > 1:
+            return tuple(_parse(p.strip(), config) for p in parts if p.strip())
+    return (_parse(inner.strip(), config),) if inner.strip() else ()
+
+
+def _parse(s: str, config: MathConfig) -> Value:
+    s = s.strip()
+    if not s:
+        raise Unparseable("empty answer")
+    if _EMPTY.match(s):
+        return Seq((), "set")
+    m = _IN_PREFIX.match(s)
+    if m:
+        inner = _parse(m.group(2), config)
+        as_set = to_real_set(inner)
+        return IntervalSet(as_set) if as_set is not None else inner
+    for sep in _SEPARATORS:
+        parts = _split_top(s, sep)
+        if len(parts) > 1 and all(p.strip() for p in parts):
+            return Seq(tuple(_parse(p, config) for p in parts), "list")
+    for union in (r"\cup", r"\bigcup", " U ", " or "):
+        parts = _split_top(s, union)
+        if len(parts) > 1:
+            sets = [to_real_set(_parse(p, config)) for p in parts]
+            if any(x is None for x in sets):
+                raise Unparseable("a union of things that are not sets")
+            return IntervalSet(sympy.Union(*sets))
+    rel = _relation(s, config)
+    if rel is not None:
+        return rel
+    eq_parts = _split_top(s, "=")
+    if len(eq_parts) > 1:
+        lhs_s, rhs_s = eq_parts[0].strip(), eq_parts[-1].strip()
+        rhs = _parse(rhs_s, config)
+        simple = bool(_VAR.match(lhs_s) or _FUNC_LHS.match(lhs_s) or _VAR_TUPLE.match(lhs_s))
+        if _VAR_TUPLE.match(lhs_s):
+            lhs: Any = sympy.Tuple(*sympy.symbols(lhs_s.strip("()").replace(" ", "")))
+        else:
+            lhs = _latex_to_sympy(lhs_s, config) if lhs_s else sympy.Symbol("_")
+        return Equation(lhs, rhs, simple)
+    pm = _split_top(s, r"\pm")
+    if len(pm) == 2:
+        a = pm[0].strip()
+        b = pm[1].strip()
+        plus = _parse(f"{a}+{b}" if a else b, config)
+        minus = _parse(f"{a}-{b}" if a else f"-{b}", config)
+        return Seq((plus, minus), "set")
+    if s.startswith("\\{") and s.endswith("\\}") and _closing_index(s, 0) == len(s) - 1:
+        return Seq(_items(s[2:-2], config), "set")
+    if s[0] in "([" and s[-1] in ")]" and _closing_index(s, 0) == len(s) - 1:
+        body = s[1:-1]
+        if len(_split_top(body, ",")) > 1:
+            return Seq(
+                tuple(_parse(p, config) for p in _split_top(body, ",")), "tuple", s[0], s[-1]
+            )
+        return _parse(body, config)
+    if _MATRIX.search(s):
+        return _from_sympy(_latex_to_sympy(s, config))
+    return _scalar(s, config)
+
+
+def to_real_set(value: Value) -> Any | None:
+    """The subset of the reals a value denotes, or None when it is not one."""
+    if isinstance(value, IntervalSet):
+        return value.value
+    if isinstance(value, Seq):
+        if value.interval_like:
+            a, b = value.items
+            if isinstance(a, Scalar) and isinstance(b, Scalar):
+                return sympy.Interval(a.sym(), b.sym(), value.open == "(", value.close == ")")
+            return None
+        if value.kind == "set" and all(isinstance(x, Scalar) for x in value.items):
+            return sympy.FiniteSet(*(x.sym() for x in value.items if isinstance(x, Scalar)))
+    return None
+
+
+def parse_answer(answer: str, config: MathConfig | None = None) -> Value:
+    """Parse one (already extracted) answer. Raises :class:`Unparseable` or
+    :class:`~referee.verifiers.math.guards.Rejected`."""
+    cfg = config or MathConfig()
+    norm = normalize(answer, cfg)
+    if norm.is_text:
+        return Text(norm.text.casefold())
+    check_text(norm.text, cfg)
+    value = _parse(norm.text, cfg)
+    if isinstance(value, Scalar) and (norm.percent or norm.degrees):
+        value = Scalar(
+            value.exact,
+            value.expr,
+            value.decimal_places,
+            value.sig_digits,
+            norm.percent,
+            norm.degrees,
+        )
+    return value
