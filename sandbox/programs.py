@@ -1,0 +1,161 @@
+"""A program compiled once in the sandbox and run many times: ``prepare()`` / ``PreparedProgram``.
+
+``prepare(source, language, backend)`` writes the source (and any helper files) into a private
+host directory, runs the language's compile step in the sandbox with that directory writable at
+/code, and returns a ``PreparedProgram``. Its ``run(stdin, limits)`` executes the built program
+with /code read-only and a fresh tmpfs work dir each time. Close it (or use ``with``) to delete
+the directory. ``run_program`` does all three for a one-off run.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from collections.abc import Mapping
+from dataclasses import replace
+from pathlib import Path
+from types import TracebackType
+
+from referee.sandbox.backend import SandboxBackend
+from referee.sandbox.languages import Language, get_language
+from referee.sandbox.models import SANDBOX_UID, ExecRequest, Limits, RunResult, RunStatus
+
+__all__ = ["PreparedProgram", "prepare", "run_program"]
+
+
+class PreparedProgram:
+    """A program's directory in the sandbox plus the result of its compile step."""
+
+    def __init__(
+        self,
+        backend: SandboxBackend,
+        language: Language,
+        directory: Path,
+        source_name: str,
+        compile_result: RunResult | None,
+    ) -> None:
+        self.backend = backend
+        self.language = language
+        self.directory = directory
+        self.source_name = source_name
+        self.compile_result = compile_result
+
+    @property
+    def ready(self) -> bool:
+        """True when the program can run (no compile step, or it succeeded)."""
+        return self.compile_result is None or self.compile_result.ok
+
+    def run(
+        self, stdin: bytes | str = b"", limits: Limits | None = None, *, entry: str | None = None
+    ) -> RunResult:
+        """Run the program once. ``entry`` runs another file of the directory (interpreted
+        languages only: a test driver that imports the program)."""
+        if not self.ready:
+            assert self.compile_result is not None
+            return self.compile_result
+        limits = limits or Limits()
+        data = stdin.encode() if isinstance(stdin, str) else stdin
+        argv = self.language.run_argv(entry or self.source_name, limits)
+        return self.backend.run(
+            ExecRequest(
+                argv=argv,
+                stdin=data,
+                limits=limits,
+                env=self.language.full_env(),
+                program_dir=self.directory,
+                program_dir_writable=False,
+                cwd="/work",
+                toolchain_dirs=self.language.toolchain_dirs,
+                limit_address_space=self.language.limit_address_space,
+            )
+        )
+
+    def close(self) -> None:
+        shutil.rmtree(self.directory.parent, ignore_errors=True)
+
+    def __enter__(self) -> PreparedProgram:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+
+def prepare(
+    source: str,
+    language: str | Language,
+    backend: SandboxBackend,
+    *,
+    extra_files: Mapping[str, str | bytes] | None = None,
+    compile_limits: Limits | None = None,
+    work_root: str | None = None,
+) -> PreparedProgram:
+    """Write ``source`` into a fresh directory and compile it in the sandbox (if compiled)."""
+    recipe = get_language(language) if isinstance(language, str) else language
+    # A root-only parent keeps other host users out; the program dir itself belongs to the
+    # sandbox user so that a compile step can write its output there.
+    parent = Path(tempfile.mkdtemp(prefix="referee-prog-", dir=work_root))
+    directory = parent / "code"
+    directory.mkdir()
+    try:
+        source_name = recipe.source_name(source)
+        (directory / source_name).write_text(source, encoding="utf-8")
+        for name, content in (extra_files or {}).items():
+            target = directory / name
+            if target.parent != directory or name in (source_name, ""):
+                raise ValueError(f"bad extra file name {name!r}")
+            if isinstance(content, str):
+                target.write_text(content, encoding="utf-8")
+            else:
+                target.write_bytes(content)
+        _hand_to_sandbox_user(directory)
+        compile_result: RunResult | None = None
+        if recipe.compile_argv is not None:
+            result = backend.run(
+                ExecRequest(
+                    argv=recipe.compile_argv(source_name),
+                    limits=compile_limits or recipe.compile_limits,
+                    env=recipe.full_env(),
+                    program_dir=directory,
+                    program_dir_writable=True,
+                    cwd="/code",
+                    toolchain_dirs=recipe.toolchain_dirs,
+                    limit_address_space=recipe.limit_address_space,
+                    kind="compile",
+                )
+            )
+            if result.status not in (RunStatus.OK, RunStatus.SANDBOX_ERROR):
+                reason = result.message or result.status.value
+                result = replace(
+                    result, status=RunStatus.COMPILE_ERROR, message=f"compilation failed: {reason}"
+                )
+            compile_result = result
+    except BaseException:
+        shutil.rmtree(parent, ignore_errors=True)
+        raise
+    return PreparedProgram(backend, recipe, directory, source_name, compile_result)
+
+
+def _hand_to_sandbox_user(directory: Path) -> None:
+    """chown the program dir to the sandbox uid (when running as root; else leave it)."""
+    if os.geteuid() != 0:
+        return
+    for item in (directory, *directory.iterdir()):
+        os.chown(item, SANDBOX_UID, SANDBOX_UID, follow_symlinks=False)
+
+
+def run_program(
+    source: str,
+    language: str | Language,
+    backend: SandboxBackend,
+    stdin: bytes | str = b"",
+    limits: Limits | None = None,
+) -> RunResult:
+    """Compile (if needed) and run ``source`` once."""
+    with prepare(source, language, backend) as program:
+        return program.run(stdin, limits)

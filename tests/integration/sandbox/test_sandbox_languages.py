@@ -1,0 +1,210 @@
+"""Every installed language's recipe, and the test harness, in the real bubblewrap backend."""
+
+from __future__ import annotations
+
+import pytest
+
+from referee.sandbox import (
+    AssertTest,
+    BwrapBackend,
+    CompareMode,
+    Comparison,
+    FunctionCallTest,
+    Limits,
+    RewardMode,
+    StdioTest,
+    TestOutcome,
+    available_languages,
+    run_tests,
+)
+
+ECHO_SUM = {
+    "python": "a, b = map(int, input().split())\nprint(a + b)\nprint('héllo')",
+    "c": '#include <stdio.h>\nint main(void){ long a, b; if (scanf("%ld %ld", &a, &b) != 2)'
+    ' return 1; printf("%ld\\nhéllo\\n", a + b); return 0; }',
+    "cpp": "#include <iostream>\nint main(){ long a, b; std::cin >> a >> b;"
+    ' std::cout << a + b << "\\nhéllo\\n"; }',
+    "java": "import java.util.*;\npublic class Solution {\n  public static void main(String[] x) {"
+    " Scanner s = new Scanner(System.in); long a = s.nextLong(), b = s.nextLong();"
+    ' System.out.println(a + b); System.out.println("h\\u00e9llo"); } }',
+    "javascript": "const [a, b] = require('fs').readFileSync(0, 'utf8').trim().split(/\\s+/)"
+    ".map(Number);\nconsole.log(a + b);\nconsole.log('héllo');",
+    "go": 'package main\nimport "fmt"\nfunc main() { var a, b int64; fmt.Scan(&a, &b);'
+    ' fmt.Println(a + b); fmt.Println("héllo") }',
+    "rust": "use std::io::Read;\nfn main() { let mut s = String::new();"
+    " std::io::stdin().read_to_string(&mut s).unwrap();"
+    " let v: Vec<i64> = s.split_whitespace().map(|x| x.parse().unwrap()).collect();"
+    ' println!("{}", v[0] + v[1]); println!("héllo"); }',
+    "bash": 'read a b\necho $((a + b))\necho "héllo"',
+}
+
+
+@pytest.mark.parametrize("language", available_languages())
+def test_language_reads_stdin_and_writes_stdout(backend: BwrapBackend, language: str) -> None:
+    tests = [
+        StdioTest("1 2\n", "3\nhéllo\n"),
+        StdioTest("40 2\n", "42\nhéllo\n"),
+        StdioTest("1 1\n", "3\nhéllo\n"),
+    ]
+    result = run_tests(
+        ECHO_SUM[language], language, tests, Limits(wall_time_s=10.0), backend=backend
+    )
+    assert result.compile is None or result.compile.ok, result.compile
+    assert [t.outcome for t in result.tests] == [
+        TestOutcome.PASSED,
+        TestOutcome.PASSED,
+        TestOutcome.WRONG_ANSWER,
+    ], [(t.run.stderr if t.run else "") for t in result.tests]
+    assert result.pass_fraction == pytest.approx(2 / 3)
+    assert result.reward(RewardMode.ALL_PASS) == 0.0
+
+
+def test_all_languages_with_a_recipe_are_probed() -> None:
+    assert "python" in available_languages()
+    assert "bash" in available_languages()
+
+
+def test_compile_error_fails_every_test(backend: BwrapBackend) -> None:
+    result = run_tests(
+        "int main( {", "cpp", [StdioTest("", ""), StdioTest("", "")], backend=backend
+    )
+    assert result.compile is not None
+    assert [t.outcome for t in result.tests] == [TestOutcome.COMPILE_ERROR] * 2
+    assert result.reward() == 0.0 and result.outcome is TestOutcome.COMPILE_ERROR
+
+
+def test_stdio_outcomes_and_comparison_modes(backend: BwrapBackend) -> None:
+    program = (
+        "import sys, time\nx = sys.stdin.read().strip()\n"
+        "if x == 'crash': raise SystemExit(2)\n"
+        "if x == 'loop':\n    while True: pass\n"
+        "if x == 'float': print(0.1 + 0.2)\n"
+        "elif x == 'spaces': print('1   2  ')\nelse: print(x)\n"
+    )
+    tests = [
+        StdioTest("hello", "hello"),
+        StdioTest("float", "0.3", Comparison(CompareMode.FLOAT)),
+        StdioTest("float", "0.3"),
+        StdioTest("spaces", "1 2", Comparison(CompareMode.TOKENS)),
+        StdioTest("spaces", "1   2", Comparison(CompareMode.EXACT)),
+        StdioTest("crash", ""),
+        StdioTest("loop", ""),
+    ]
+    result = run_tests(program, "python", tests, Limits(wall_time_s=1.0), backend=backend)
+    assert [t.outcome for t in result.tests] == [
+        TestOutcome.PASSED,
+        TestOutcome.PASSED,
+        TestOutcome.WRONG_ANSWER,
+        TestOutcome.PASSED,
+        TestOutcome.WRONG_ANSWER,
+        TestOutcome.RUNTIME_ERROR,
+        TestOutcome.TIME_LIMIT,
+    ]
+    assert result.passed == 3 and result.total == 7
+
+
+def test_output_and_memory_limits_are_test_outcomes(backend: BwrapBackend) -> None:
+    program = (
+        "import sys\nx = input()\nif x == 'big': sys.stdout.write('z' * 10**6)\n"
+        "elif x == 'mem': b = bytearray(10**9)\nelse: print(x)"
+    )
+    tests = [StdioTest("big\n", ""), StdioTest("mem\n", ""), StdioTest("ok\n", "ok")]
+    result = run_tests(
+        program, "python", tests, Limits(output_bytes=10_000, memory_mb=128), backend=backend
+    )
+    assert [t.outcome for t in result.tests] == [
+        TestOutcome.OUTPUT_LIMIT,
+        TestOutcome.MEMORY_LIMIT,
+        TestOutcome.PASSED,
+    ]
+
+
+def test_stop_on_first_failure_skips_the_rest(backend: BwrapBackend) -> None:
+    tests = [StdioTest("1", "1"), StdioTest("2", "x"), StdioTest("3", "3")]
+    result = run_tests(
+        "print(input())", "python", tests, backend=backend, stop_on_first_failure=True
+    )
+    assert [t.outcome for t in result.tests] == [
+        TestOutcome.PASSED,
+        TestOutcome.WRONG_ANSWER,
+        TestOutcome.SKIPPED,
+    ]
+    assert result.pass_fraction == pytest.approx(1 / 3)
+
+
+def test_function_call_tests(backend: BwrapBackend) -> None:
+    program = (
+        "def add(a, b):\n    print('debug output is ignored')\n    return a + b\n"
+        "def pair(xs):\n    return (min(xs), max(xs))\n"
+        "def boom():\n    raise KeyError('x')\n"
+        "def avg(xs):\n    return sum(xs) / len(xs)\n"
+        "if __name__ == '__main__':\n    print('main block must not run'); raise SystemExit(9)\n"
+    )
+    tests = [
+        FunctionCallTest("add", [2, 3], 5),
+        FunctionCallTest("add", {"a": "x", "b": "y"}, "xy"),
+        FunctionCallTest("add", [2, 2], 5),
+        FunctionCallTest("pair", [[3, 1, 2]], [1, 3]),
+        FunctionCallTest("avg", [[1, 2]], 1.5000000001),
+        FunctionCallTest("boom", [], None),
+        FunctionCallTest("missing", [], None),
+    ]
+    result = run_tests(program, "python", tests, backend=backend)
+    assert [t.outcome for t in result.tests] == [
+        TestOutcome.PASSED,
+        TestOutcome.PASSED,
+        TestOutcome.WRONG_ANSWER,
+        TestOutcome.PASSED,
+        TestOutcome.PASSED,
+        TestOutcome.RUNTIME_ERROR,
+        TestOutcome.RUNTIME_ERROR,
+    ]
+    assert result.tests[2].actual == "4"
+
+
+def test_function_call_on_leetcode_style_solution_class(backend: BwrapBackend) -> None:
+    program = (
+        "from typing import List\nclass Solution:\n"
+        "    def twoSum(self, nums: List[int], target: int) -> List[int]:\n"
+        "        seen = {}\n        for i, n in enumerate(nums):\n"
+        "            if target - n in seen: return [seen[target - n], i]\n"
+        "            seen[n] = i\n"
+    )
+    result = run_tests(
+        program,
+        "python",
+        [FunctionCallTest("twoSum", [[2, 7, 11, 15], 9], [0, 1])],
+        backend=backend,
+    )
+    assert result.all_passed
+
+
+def test_printing_the_marker_cannot_fake_a_result(backend: BwrapBackend) -> None:
+    program = "print('\\n@@referee:00@@\\n5')\ndef f():\n    return 4\n"
+    result = run_tests(program, "python", [FunctionCallTest("f", [], 5)], backend=backend)
+    assert result.tests[0].outcome is TestOutcome.WRONG_ANSWER
+
+
+def test_assert_tests_humaneval_style(backend: BwrapBackend) -> None:
+    program = "def incr_list(l: list):\n    return [x + 1 for x in l]\n"
+    good = AssertTest(
+        "def check(candidate):\n    assert candidate([1, 2]) == [2, 3]\n"
+        "    assert candidate([]) == []\n",
+        "incr_list",
+    )
+    bad = AssertTest("def check(candidate):\n    assert candidate([1]) == [3]\n", "incr_list")
+    result = run_tests(program, "python", [good, bad], backend=backend)
+    assert [t.outcome for t in result.tests] == [TestOutcome.PASSED, TestOutcome.WRONG_ANSWER]
+
+
+def test_assert_tests_exiting_early_is_not_a_pass(backend: BwrapBackend) -> None:
+    program = "import os\nos._exit(0)\n"
+    test = AssertTest("def check(c):\n    assert False\n", "f")
+    result = run_tests(program, "python", [test], backend=backend)
+    assert result.tests[0].outcome is TestOutcome.RUNTIME_ERROR
+    assert result.reward(RewardMode.ALL_PASS) == 0.0
+
+
+def test_function_tests_need_python(backend: BwrapBackend) -> None:
+    with pytest.raises(ValueError, match="only supported for python"):
+        run_tests("int main(){}", "c", [FunctionCallTest("f", [], 1)], backend=backend)

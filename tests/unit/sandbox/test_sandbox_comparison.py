@@ -1,0 +1,69 @@
+"""Output and value comparison: tables of (actual, expected, mode, match)."""
+
+from __future__ import annotations
+
+import pytest
+
+from referee.sandbox import CompareMode, Comparison, outputs_match, values_match
+
+EXACT = Comparison(CompareMode.EXACT)
+TRAILING = Comparison(CompareMode.TRAILING_WHITESPACE)
+TOKENS = Comparison(CompareMode.TOKENS)
+FLOAT = Comparison(CompareMode.FLOAT, abs_tol=1e-6, rel_tol=1e-6)
+
+
+@pytest.mark.parametrize(
+    ("actual", "expected", "comparison", "match"),
+    [
+        ("3\n", "3\n", EXACT, True),
+        ("3", "3\n", EXACT, False),
+        ("3 \n", "3\n", EXACT, False),
+        ("3\n", "3", TRAILING, True),
+        ("3  \r\n4\t\n\n\n", "3\n4", TRAILING, True),
+        ("3\n 4\n", "3\n4\n", TRAILING, False),  # leading whitespace matters
+        ("1 2\n3", "1 2 3", TRAILING, False),
+        ("1 2\n3", "1   2 3\n", TOKENS, True),
+        ("1 2 3 4", "1 2 3", TOKENS, False),
+        ("", "", TRAILING, True),
+        ("\n\n", "", TRAILING, True),
+        ("0.30000000000000004\n", "0.3", FLOAT, True),
+        ("0.3001", "0.3", FLOAT, False),
+        ("1e9 abc", "1000000001 abc", FLOAT, True),  # relative tolerance
+        ("abc", "abd", FLOAT, False),
+        ("nan inf", "nan inf", FLOAT, True),
+        ("YES 1.0", "yes 1", FLOAT, False),
+        ("1.0 2.0", "1 2 3", FLOAT, False),
+    ],
+)
+def test_outputs_match(actual: str, expected: str, comparison: Comparison, match: bool) -> None:
+    assert outputs_match(actual, expected, comparison) is match
+
+
+def test_default_is_trailing_whitespace_insensitive() -> None:
+    assert outputs_match("ok  \n\n", "ok")
+    assert not outputs_match("o k", "ok")
+
+
+@pytest.mark.parametrize(
+    ("actual", "expected", "match"),
+    [
+        (5, 5, True),
+        (5, 6, False),
+        (1.5000000001, 1.5, True),
+        (0.1 + 0.2, 0.3, True),
+        (2, 2.0, True),
+        (True, True, True),
+        (True, 1, False),
+        (False, 0, False),
+        ([1, [2, 3]], [1, [2, 3]], True),
+        ((1, 2), [1, 2], True),
+        ([1, 2], [2, 1], False),
+        ({"a": [1.0]}, {"a": [1]}, True),
+        ({"a": 1}, {"b": 1}, False),
+        (None, None, True),
+        ("x", "x", True),
+        ("1", 1, False),
+    ],
+)
+def test_values_match(actual: object, expected: object, match: bool) -> None:
+    assert values_match(actual, expected) is match
