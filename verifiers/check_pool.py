@@ -147,11 +147,19 @@ class CheckPool:
         self,
         fn: Callable[..., Any],
         arg_tuples: Iterable[Sequence[Any]],
-        timeout_s: float | None = None,
+        timeout_s: float | Sequence[float] | None = None,
     ) -> list[Future[Any]]:
-        """Queue ``fn(*args)`` per args; futures resolve to the value, TimedOut or WorkerFailed."""
-        deadline = self.timeout_s if timeout_s is None else timeout_s
-        tasks = [_Task(fn, tuple(a), deadline, Future()) for a in arg_tuples]
+        """Queue ``fn(*args)`` per args; futures resolve to the value, TimedOut or WorkerFailed.
+
+        ``timeout_s`` is one deadline for all, or one per task (default: the pool's)."""
+        args_list = [tuple(a) for a in arg_tuples]
+        if timeout_s is None or isinstance(timeout_s, int | float):
+            deadlines = [float(timeout_s or self.timeout_s)] * len(args_list)
+        else:
+            deadlines = [float(t) for t in timeout_s]
+            if len(deadlines) != len(args_list):
+                raise ValueError("one timeout per task, or a single timeout")
+        tasks = [_Task(fn, a, d, Future()) for a, d in zip(args_list, deadlines, strict=True)]
         with self._cond:
             if self._closed:
                 raise RuntimeError("the check pool is closed")
@@ -163,7 +171,7 @@ class CheckPool:
         self,
         fn: Callable[..., Any],
         arg_tuples: Iterable[Sequence[Any]],
-        timeout_s: float | None = None,
+        timeout_s: float | Sequence[float] | None = None,
     ) -> list[Any]:
         futures = self.map(fn, arg_tuples, timeout_s)
         return list(await asyncio.gather(*(asyncio.wrap_future(f) for f in futures)))

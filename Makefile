@@ -1,0 +1,42 @@
+# referee: the two commands are `make serve` and `make test`.
+VENV   ?= .venv
+PYTHON ?= python3
+PY     := $(VENV)/bin/python
+HOST   ?= 127.0.0.1
+PORT   ?= 8000
+STAMP  := $(VENV)/.installed
+
+.PHONY: install serve test lint typecheck unit bench clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e '.[dev]' --config-settings editable_mode=strict
+	touch $(STAMP)
+
+install: $(STAMP)
+
+## serve: create .venv, install, start the API (embedded: no Redis, no GPU) on $(HOST):$(PORT)
+serve: $(STAMP)
+	$(VENV)/bin/referee serve --host $(HOST) --port $(PORT)
+
+## test: lint, type-check, then the whole test suite
+test: lint typecheck
+	$(PY) -m pytest
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+
+typecheck: $(STAMP)
+	$(VENV)/bin/mypy verifiers sandbox services client genrm trainer_adapter
+
+unit: $(STAMP)
+	$(PY) -m pytest tests/unit
+
+## bench: the benchmarks (figures go to bench/out/ and README)
+bench: $(STAMP)
+	$(PY) -m bench.math
+
+clean:
+	rm -rf $(VENV) build *.egg-info .mypy_cache .ruff_cache .pytest_cache

@@ -1,0 +1,147 @@
+"""The faults of referee, as one exception tree shared by the server and the SDK.
+
+    RefereeError
+    ├── TransportError            the request did not get an answer (connection refused, reset)
+    │   └── RequestTimeout        no answer within the client's timeout
+    └── APIError                  the server answered with a problem (application/problem+json)
+        ├── InvalidRequest        400/422: the request is malformed or fails validation
+        ├── Unauthorized          401: missing or unknown API key
+        ├── NotFound              404: no such route or resource
+        ├── PayloadTooLarge       413: too many items or too large a body
+        ├── ServiceUnavailable    503: a component is not available (retried by the SDK)
+        └── InternalServerError   500: a bug in referee (never the caller's fault)
+
+A wrong or unparseable *answer* is not a fault: it is a result (score 0 with an outcome).
+The server renders an APIError as ``{"type", "title", "status", "detail", "errors"?}``; the SDK
+maps ``type`` back to the same class with :func:`error_for_problem`.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+__all__ = [
+    "APIError",
+    "InternalServerError",
+    "InvalidRequest",
+    "NotFound",
+    "PayloadTooLarge",
+    "RefereeError",
+    "RequestTimeout",
+    "ServiceUnavailable",
+    "TransportError",
+    "Unauthorized",
+    "error_for_problem",
+]
+
+
+class RefereeError(Exception):
+    """Base of every error referee raises."""
+
+
+class TransportError(RefereeError):
+    """The request got no answer from the server."""
+
+
+class RequestTimeout(TransportError):
+    """The server did not answer within the timeout."""
+
+
+class APIError(RefereeError):
+    """The server answered with a problem document."""
+
+    status: ClassVar[int] = 500
+    type: ClassVar[str] = "internal-error"
+    title: ClassVar[str] = "Internal server error"
+
+    def __init__(
+        self, detail: str, *, errors: list[dict[str, Any]] | None = None, status: int | None = None
+    ) -> None:
+        super().__init__(detail)
+        self.detail = detail
+        self.errors = errors or []
+        if status is not None:
+            self.status_code = status
+        else:
+            self.status_code = type(self).status
+
+    def to_problem(self) -> dict[str, Any]:
+        body: dict[str, Any] = {
+            "type": self.type,
+            "title": self.title,
+            "status": self.status_code,
+            "detail": self.detail,
+        }
+        if self.errors:
+            body["errors"] = self.errors
+        return body
+
+
+class InvalidRequest(APIError):
+    status = 422
+    type = "invalid-request"
+    title = "The request is invalid"
+
+
+class Unauthorized(APIError):
+    status = 401
+    type = "unauthorized"
+    title = "Missing or unknown API key"
+
+
+class NotFound(APIError):
+    status = 404
+    type = "not-found"
+    title = "Not found"
+
+
+class PayloadTooLarge(APIError):
+    status = 413
+    type = "payload-too-large"
+    title = "The request is too large"
+
+
+class ServiceUnavailable(APIError):
+    status = 503
+    type = "service-unavailable"
+    title = "Service unavailable"
+
+
+class InternalServerError(APIError):
+    status = 500
+    type = "internal-error"
+    title = "Internal server error"
+
+
+_BY_TYPE: dict[str, type[APIError]] = {
+    cls.type: cls
+    for cls in (
+        InvalidRequest,
+        Unauthorized,
+        NotFound,
+        PayloadTooLarge,
+        ServiceUnavailable,
+        InternalServerError,
+    )
+}
+_BY_STATUS: dict[int, type[APIError]] = {
+    400: InvalidRequest,
+    401: Unauthorized,
+    403: Unauthorized,
+    404: NotFound,
+    405: NotFound,
+    413: PayloadTooLarge,
+    422: InvalidRequest,
+    503: ServiceUnavailable,
+}
+
+
+def error_for_problem(status: int, body: Any) -> APIError:
+    """The exception for an error response (a problem document, or anything else)."""
+    if isinstance(body, dict):
+        cls = _BY_TYPE.get(str(body.get("type")), _BY_STATUS.get(status, InternalServerError))
+        detail = str(body.get("detail") or body.get("title") or f"HTTP {status}")
+        errors = body.get("errors") if isinstance(body.get("errors"), list) else None
+        return cls(detail, errors=errors, status=status)
+    cls = _BY_STATUS.get(status, InternalServerError)
+    return cls(f"HTTP {status}: {str(body)[:500]}", status=status)

@@ -1,0 +1,212 @@
+"""The wire schema: every request and response body of the referee API, defined once.
+
+The server uses these classes as its request and response models (so the OpenAPI document is
+generated from them) and the SDK returns them. This module imports only pydantic.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+__all__ = [
+    "FormatGrader",
+    "Grader",
+    "GroupStats",
+    "MathGrader",
+    "MathVerifyRequest",
+    "MathVerifyResponse",
+    "MultipleChoiceGrader",
+    "Problem",
+    "RewardItem",
+    "RewardResult",
+    "RewardsRequest",
+    "RewardsResponse",
+    "StringCheckGrader",
+    "WeightedGrader",
+    "WeightedPart",
+]
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+ExtractMode = Literal["auto", "boxed", "answer_tag", "final_answer", "gsm8k", "none"]
+
+
+class _MathOptions(_Model):
+    extract: ExtractMode = Field(
+        "auto",
+        description="Where the final answer is read from. `auto`: last \\boxed{}, <answer> tags, "
+        "'final answer is ...', GSM8K '####', then the last number. `none`: the whole response.",
+    )
+    last_number_fallback: bool = Field(True, description="In `auto`, fall back to the last number.")
+    hedging_is_wrong: bool = Field(True, description="Several different final answers score 0.")
+    percent: Literal["either", "fraction", "number"] = Field(
+        "either", description="`50%` equals 50 and 0.5 (`either`), only 0.5, or only 50."
+    )
+    rel_tol: float = Field(1e-12, ge=0, le=0.1, description="Relative tolerance for irrationals.")
+    approx_min_sig_digits: int = Field(
+        4,
+        ge=0,
+        le=30,
+        description="A decimal with at least this many significant digits matches an irrational "
+        "or non-terminating reference it rounds or truncates to (0 disables).",
+    )
+
+
+class MathGrader(_MathOptions):
+    """Is the final answer mathematically equal to the reference?"""
+
+    type: Literal["math"] = "math"
+    reference: str = Field(..., max_length=10_000, examples=["\\frac{1}{2}"])
+
+
+class MultipleChoiceGrader(_Model):
+    """Is the chosen letter the reference letter? Several different letters score 0."""
+
+    type: Literal["multiple_choice"] = "multiple_choice"
+    reference: str = Field(..., max_length=16, examples=["C"])
+    choices: str = Field("ABCD", min_length=2, max_length=26, pattern="^[A-Z]+$")
+
+
+class StringCheckGrader(_Model):
+    """String comparison: eq, ne, like (substring), ilike (case-insensitive substring)."""
+
+    type: Literal["string_check"] = "string_check"
+    reference: str = Field(..., max_length=100_000)
+    operation: Literal["eq", "ne", "like", "ilike"] = "eq"
+
+
+_FORMAT_PATTERNS = ("think_answer", "answer_tag", "boxed", "think")
+
+
+class FormatGrader(_Model):
+    """Does the response follow a format: think_answer, answer_tag, boxed, think, or regex:..."""
+
+    type: Literal["format"] = "format"
+    pattern: str = Field(
+        "think_answer",
+        max_length=2_000,
+        examples=["think_answer", "regex:<think>.*</think>\\s*<answer>.+</answer>"],
+        description="A named pattern (think_answer, answer_tag, boxed, think) or `regex:` and a "
+        "Python regular expression the whole response must match.",
+    )
+
+    @field_validator("pattern")
+    @classmethod
+    def _known_or_compiles(cls, value: str) -> str:
+        if value.startswith("regex:"):
+            try:
+                re.compile(value[len("regex:") :])
+            except re.error as exc:
+                raise ValueError(f"the regex does not compile: {exc}") from exc
+        elif value not in _FORMAT_PATTERNS:
+            raise ValueError(
+                f"unknown pattern {value!r}: use one of "
+                f"{', '.join(_FORMAT_PATTERNS)} or 'regex:...'"
+            )
+        return value
+
+
+class WeightedPart(_Model):
+    weight: float = Field(..., ge=-100, le=100)
+    grader: Grader
+
+
+class WeightedGrader(_Model):
+    """A weighted sum of other graders (divided by the sum of |weights| when `normalize`)."""
+
+    type: Literal["weighted"] = "weighted"
+    graders: list[WeightedPart] = Field(..., min_length=1, max_length=16)
+    normalize: bool = True
+
+
+Grader = Annotated[
+    MathGrader | MultipleChoiceGrader | StringCheckGrader | FormatGrader | WeightedGrader,
+    Field(discriminator="type"),
+]
+WeightedPart.model_rebuild()
+WeightedGrader.model_rebuild()
+
+
+class RewardItem(_Model):
+    id: str = Field(..., min_length=1, max_length=256)
+    prompt: str | list[dict[str, Any]] = Field(
+        "", description="The prompt, as text or as a list of chat messages."
+    )
+    response: str = Field(..., max_length=4_000_000, description="The model's response.")
+    grader: Grader
+    group: str | None = Field(
+        None, max_length=256, description="Items sharing a group are the G rollouts of one prompt."
+    )
+
+
+class RewardsRequest(_Model):
+    items: list[RewardItem] = Field(..., min_length=1)
+    pass_threshold: float = Field(
+        1.0,
+        ge=-100,
+        le=100,
+        description="A score at or above this counts as a pass in group stats.",
+    )
+
+
+class RewardResult(_Model):
+    id: str
+    score: float
+    details: dict[str, Any] = Field(
+        default_factory=dict,
+        description="outcome, reason and what the grader read (extracted answer, method, ...); "
+        "a per-item failure has outcome `timeout` or `error` and a score of 0.",
+    )
+
+
+class GroupStats(_Model):
+    group: str
+    n: int
+    mean: float
+    std: float
+    pass_rate: float
+    all_pass: bool
+    all_fail: bool
+    """all_pass or all_fail: every rollout scored alike, so the group carries no GRPO signal."""
+
+
+class RewardsResponse(_Model):
+    rewards: list[RewardResult]
+    groups: list[GroupStats] = Field(default_factory=list)
+    mean: float
+    elapsed_ms: float
+
+
+class MathVerifyRequest(_MathOptions):
+    response: str = Field(
+        ..., max_length=4_000_000, examples=["... so the answer is \\boxed{0.5}."]
+    )
+    reference: str = Field(..., max_length=10_000, examples=["\\frac{1}{2}"])
+
+
+class MathVerifyResponse(_Model):
+    score: float
+    outcome: str
+    extracted: str | None = None
+    extraction: str | None = None
+    parsed_response: str | None = None
+    parsed_reference: str | None = None
+    method: str | None = None
+    reason: str | None = None
+    elapsed_ms: float
+
+
+class Problem(_Model):
+    """An error body (RFC 9457 application/problem+json)."""
+
+    type: str
+    title: str
+    status: int
+    detail: str
+    errors: list[dict[str, Any]] | None = None

@@ -1,0 +1,284 @@
+"""The Python SDK: :class:`RefereeClient` and :class:`AsyncRefereeClient` on httpx.
+
+    from referee.client import RefereeClient
+    with RefereeClient("http://127.0.0.1:8000") as referee:
+        item = {"id": "0", "response": "... \\\\boxed{2}", "group": "q1",
+                "grader": {"type": "math", "reference": "2"}}
+        out = referee.rewards([item])
+        print(out.rewards[0].score, out.groups[0].pass_rate)
+
+Large batches are split into chunks of whole groups (a group's rollouts always travel together,
+so its statistics are computed on all of them); connection failures and 503 answers are retried
+with exponential backoff; every fault is raised as a :mod:`referee.client.errors` class.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import time
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from typing import Any, TypeVar
+
+import httpx
+from pydantic import BaseModel, ValidationError
+
+from referee.client.errors import (
+    InvalidRequest,
+    RequestTimeout,
+    ServiceUnavailable,
+    TransportError,
+    error_for_problem,
+)
+from referee.client.models import (
+    MathVerifyRequest,
+    MathVerifyResponse,
+    RewardItem,
+    RewardsResponse,
+)
+
+__all__ = ["AsyncRefereeClient", "RefereeClient"]
+
+M = TypeVar("M", bound=BaseModel)
+_RETRY_STATUS = {502, 503, 504}
+
+
+def _as_items(items: Iterable[RewardItem | Mapping[str, Any]]) -> list[RewardItem]:
+    parsed = []
+    for n, item in enumerate(items):
+        try:
+            parsed.append(item if isinstance(item, RewardItem) else RewardItem.model_validate(item))
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            where = ".".join(str(p) for p in first["loc"])
+            raise InvalidRequest(f"items.{n}.{where}: {first['msg']}") from exc
+    return parsed
+
+
+def _chunks(items: list[RewardItem], size: int) -> Iterator[list[RewardItem]]:
+    """Chunks of at most ``size`` items (more only when one group is larger), groups kept whole."""
+    order: dict[str | None, list[RewardItem]] = {}
+    singles: list[list[RewardItem]] = []
+    for item in items:
+        if item.group is None:
+            singles.append([item])
+        else:
+            order.setdefault(item.group, []).append(item)
+    units = list(order.values()) + singles
+    chunk: list[RewardItem] = []
+    for unit in units:
+        if chunk and len(chunk) + len(unit) > size:
+            yield chunk
+            chunk = []
+        chunk.extend(unit)
+    if chunk:
+        yield chunk
+
+
+def _payload(chunk: list[RewardItem], pass_threshold: float) -> dict[str, Any]:
+    return {"items": [i.model_dump(mode="json") for i in chunk], "pass_threshold": pass_threshold}
+
+
+Sent = tuple[list[RewardItem], RewardsResponse]
+
+
+def _merge(items: list[RewardItem], parts: list[Sent], elapsed_ms: float) -> RewardsResponse:
+    """Put chunk answers back in the caller's order."""
+    by_position: dict[int, Any] = {}
+    position = {id(item): i for i, item in enumerate(items)}
+    groups = []
+    for sent, part in parts:
+        for item, result in zip(sent, part.rewards, strict=True):
+            by_position[position[id(item)]] = result
+        groups.extend(part.groups)
+    rewards = [by_position[i] for i in range(len(items))]
+    mean = sum(r.score for r in rewards) / len(rewards) if rewards else 0.0
+    return RewardsResponse(rewards=rewards, groups=groups, mean=mean, elapsed_ms=elapsed_ms)
+
+
+class _Base:
+    def __init__(
+        self,
+        base_url: str,
+        api_key: str | None,
+        timeout: float,
+        max_retries: int,
+        backoff_s: float,
+        chunk_size: int,
+    ) -> None:
+        if chunk_size < 1:
+            raise ValueError("chunk_size must be at least 1")
+        self.base_url = base_url.rstrip("/")
+        self.max_retries = max_retries
+        self.backoff_s = backoff_s
+        self.chunk_size = chunk_size
+        self.timeout = timeout
+        self.headers = {"user-agent": "referee-sdk/0.1"}
+        if api_key:
+            self.headers["authorization"] = f"Bearer {api_key}"
+
+    def _delay(self, attempt: int, response: httpx.Response | None) -> float:
+        if response is not None:
+            after = response.headers.get("retry-after", "")
+            if after.replace(".", "", 1).isdigit():
+                return min(float(after), 60.0)
+        return float(self.backoff_s * (2**attempt) * (0.5 + random.random()))
+
+    @staticmethod
+    def _parse(response: httpx.Response, model: type[M]) -> M:
+        if response.status_code >= 400:
+            try:
+                body: Any = response.json()
+            except ValueError:
+                body = response.text
+            raise error_for_problem(response.status_code, body)
+        return model.model_validate(response.json())
+
+
+class RefereeClient(_Base):
+    """Synchronous client. Thread-safe (one httpx connection pool)."""
+
+    def __init__(
+        self,
+        base_url: str = "http://127.0.0.1:8000",
+        *,
+        api_key: str | None = None,
+        timeout: float = 300.0,
+        max_retries: int = 4,
+        backoff_s: float = 0.5,
+        chunk_size: int = 1024,
+        transport: httpx.BaseTransport | None = None,
+    ) -> None:
+        super().__init__(base_url, api_key, timeout, max_retries, backoff_s, chunk_size)
+        self._http = httpx.Client(
+            base_url=self.base_url, headers=self.headers, timeout=timeout, transport=transport
+        )
+
+    def _post(self, path: str, payload: dict[str, Any], model: type[M]) -> M:
+        for attempt in range(self.max_retries + 1):
+            try:
+                response = self._http.post(path, json=payload)
+            except httpx.TimeoutException as exc:
+                if attempt >= self.max_retries:
+                    raise RequestTimeout(f"no answer from {self.base_url}{path} in time") from exc
+                time.sleep(self._delay(attempt, None))
+                continue
+            except httpx.TransportError as exc:
+                if attempt >= self.max_retries:
+                    raise TransportError(f"cannot reach {self.base_url}{path}: {exc}") from exc
+                time.sleep(self._delay(attempt, None))
+                continue
+            if response.status_code in _RETRY_STATUS and attempt < self.max_retries:
+                time.sleep(self._delay(attempt, response))
+                continue
+            return self._parse(response, model)
+        raise ServiceUnavailable("retries exhausted")  # pragma: no cover - loop always returns
+
+    def rewards(
+        self, items: Sequence[RewardItem | Mapping[str, Any]], *, pass_threshold: float = 1.0
+    ) -> RewardsResponse:
+        """Score items (any size: sent in chunks of whole groups), results in the given order."""
+        start = time.perf_counter()
+        parsed = _as_items(items)
+        parts: list[Sent] = []
+        for chunk in _chunks(parsed, self.chunk_size):
+            payload = _payload(chunk, pass_threshold)
+            parts.append((chunk, self._post("/v1/rewards", payload, RewardsResponse)))
+        return _merge(parsed, parts, (time.perf_counter() - start) * 1000)
+
+    def math_verify(self, response: str, reference: str, **options: Any) -> MathVerifyResponse:
+        body = MathVerifyRequest(response=response, reference=reference, **options)
+        return self._post("/v1/math/verify", body.model_dump(), MathVerifyResponse)
+
+    def health(self) -> bool:
+        try:
+            return self._http.get("/healthz").status_code == 200
+        except httpx.HTTPError:
+            return False
+
+    def close(self) -> None:
+        self._http.close()
+
+    def __enter__(self) -> RefereeClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class AsyncRefereeClient(_Base):
+    """Asynchronous client; chunks of a large batch are sent concurrently."""
+
+    def __init__(
+        self,
+        base_url: str = "http://127.0.0.1:8000",
+        *,
+        api_key: str | None = None,
+        timeout: float = 300.0,
+        max_retries: int = 4,
+        backoff_s: float = 0.5,
+        chunk_size: int = 1024,
+        max_concurrency: int = 4,
+        transport: httpx.AsyncBaseTransport | None = None,
+    ) -> None:
+        super().__init__(base_url, api_key, timeout, max_retries, backoff_s, chunk_size)
+        self._http = httpx.AsyncClient(
+            base_url=self.base_url, headers=self.headers, timeout=timeout, transport=transport
+        )
+        self._limit = asyncio.Semaphore(max_concurrency)
+
+    async def _post(self, path: str, payload: dict[str, Any], model: type[M]) -> M:
+        for attempt in range(self.max_retries + 1):
+            try:
+                async with self._limit:
+                    response = await self._http.post(path, json=payload)
+            except httpx.TimeoutException as exc:
+                if attempt >= self.max_retries:
+                    raise RequestTimeout(f"no answer from {self.base_url}{path} in time") from exc
+                await asyncio.sleep(self._delay(attempt, None))
+                continue
+            except httpx.TransportError as exc:
+                if attempt >= self.max_retries:
+                    raise TransportError(f"cannot reach {self.base_url}{path}: {exc}") from exc
+                await asyncio.sleep(self._delay(attempt, None))
+                continue
+            if response.status_code in _RETRY_STATUS and attempt < self.max_retries:
+                await asyncio.sleep(self._delay(attempt, response))
+                continue
+            return self._parse(response, model)
+        raise ServiceUnavailable("retries exhausted")  # pragma: no cover
+
+    async def rewards(
+        self, items: Sequence[RewardItem | Mapping[str, Any]], *, pass_threshold: float = 1.0
+    ) -> RewardsResponse:
+        start = time.perf_counter()
+        parsed = _as_items(items)
+        chunks = list(_chunks(parsed, self.chunk_size))
+
+        async def send(chunk: list[RewardItem]) -> Sent:
+            payload = _payload(chunk, pass_threshold)
+            return chunk, await self._post("/v1/rewards", payload, RewardsResponse)
+
+        parts = list(await asyncio.gather(*(send(c) for c in chunks)))
+        return _merge(parsed, parts, (time.perf_counter() - start) * 1000)
+
+    async def math_verify(
+        self, response: str, reference: str, **options: Any
+    ) -> MathVerifyResponse:
+        body = MathVerifyRequest(response=response, reference=reference, **options)
+        return await self._post("/v1/math/verify", body.model_dump(), MathVerifyResponse)
+
+    async def health(self) -> bool:
+        try:
+            return (await self._http.get("/healthz")).status_code == 200
+        except httpx.HTTPError:
+            return False
+
+    async def aclose(self) -> None:
+        await self._http.aclose()
+
+    async def __aenter__(self) -> AsyncRefereeClient:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()

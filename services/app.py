@@ -1,0 +1,79 @@
+"""The referee HTTP API.
+
+Run it with ``referee serve`` or ``uvicorn --factory referee.services.app:create_app``.
+Everything (math checks and the other verifiers) runs in one process and its check pool: no
+Redis, no GPU, nothing to configure.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+
+from fastapi import Depends, FastAPI, Request, Response
+
+from referee.client.errors import PayloadTooLarge
+from referee.services.auth import require_api_key
+from referee.services.errors import install_error_handlers, problem_response
+from referee.services.metrics import Metrics
+from referee.services.routes import health, rewards
+from referee.services.settings import Settings
+from referee.verifiers import CheckPool
+from referee.verifiers.math import verify
+
+__all__ = ["create_app"]
+
+VERSION = "0.1.0"
+
+
+def create_app(settings: Settings | None = None) -> FastAPI:
+    settings = settings or Settings()
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        pool = CheckPool(
+            workers=settings.math_workers,
+            timeout_s=settings.math_timeout_s,
+            memory_mb=settings.math_memory_mb,
+        )
+        app.state.pool = pool
+        # Start every worker now, so the first batch does not pay for it.
+        await pool.amap(verify, [("1", "1")] * settings.math_workers, timeout_s=60.0)
+        try:
+            yield
+        finally:
+            pool.close()
+
+    app = FastAPI(
+        title="referee",
+        version=VERSION,
+        description="Reward and verifier services for reinforcement learning of reasoning models.",
+        lifespan=lifespan,
+    )
+    app.state.settings = settings
+    app.state.metrics = Metrics()
+    install_error_handlers(app)
+    app.include_router(health.router)
+    app.include_router(rewards.router, dependencies=[Depends(require_api_key)])
+
+    @app.middleware("http")
+    async def limits_and_metrics(
+        request: Request, call_next: Callable[[Request], Awaitable[Response]]
+    ) -> Response:
+        length = request.headers.get("content-length")
+        if length is not None and length.isdigit() and int(length) > settings.max_body_bytes:
+            return problem_response(
+                PayloadTooLarge(
+                    f"the body has {length} bytes; the limit is {settings.max_body_bytes}"
+                )
+            )
+        start = time.perf_counter()
+        response = await call_next(request)
+        route = request.scope.get("route")
+        path = getattr(route, "path", "unmatched")
+        app.state.metrics.requests.labels(request.method, path, str(response.status_code)).inc()
+        app.state.metrics.latency.labels(path).observe(time.perf_counter() - start)
+        return response
+
+    return app

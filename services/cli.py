@@ -1,0 +1,210 @@
+"""The ``referee`` command.
+
+referee serve --port 8000                    # the API, everything in one process
+referee verify '\\boxed{0.5}' '\\frac12'      # one check, prints the verdict
+referee rewards batch.jsonl --out scored.jsonl [--server http://127.0.0.1:8000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections.abc import Iterator, Sequence
+from typing import Any, TextIO
+
+__all__ = ["main"]
+
+
+def _serve(args: argparse.Namespace) -> int:
+    import uvicorn
+
+    # The app is built by each uvicorn worker from the environment: pass flags through it.
+    if args.math_workers:
+        os.environ["REFEREE_MATH_WORKERS"] = str(args.math_workers)
+    os.environ["REFEREE_HOST"], os.environ["REFEREE_PORT"] = args.host, str(args.port)
+    uvicorn.run(
+        "referee.services.app:create_app",
+        factory=True,
+        host=args.host,
+        port=args.port,
+        workers=args.workers,
+        log_level=args.log_level,
+    )
+    return 0
+
+
+def _verify(args: argparse.Namespace) -> int:
+    from referee.services.grading import math_config
+    from referee.verifiers import CheckPool, TimedOut, WorkerFailed
+    from referee.verifiers.math import verify
+
+    config = math_config({"extract": args.extract})
+    with CheckPool(workers=1, timeout_s=args.timeout) as pool:
+        [outcome] = pool.map(verify, [(args.response, args.reference, config)])
+        result = outcome.result()
+    if isinstance(result, TimedOut):
+        out: dict[str, Any] = {
+            "score": 0.0,
+            "outcome": "timeout",
+            "reason": f"no verdict within {args.timeout:g} s",
+        }
+    elif isinstance(result, WorkerFailed):
+        out = {"score": 0.0, "outcome": "error", "reason": result.reason}
+    else:
+        out = result.to_dict()
+    if args.json:
+        print(json.dumps(out))
+    else:
+        width = max(len(k) for k in out)
+        for key, value in out.items():
+            if value is not None:
+                print(f"{key:<{width}}  {value}")
+    return 0 if out["score"] == 1.0 else 1
+
+
+def _read_items(stream: TextIO) -> Iterator[tuple[int, dict[str, Any] | None, str | None]]:
+    for lineno, line in enumerate(stream, 1):
+        if not line.strip():
+            continue
+        try:
+            data = json.loads(line)
+        except json.JSONDecodeError as exc:
+            yield lineno, None, f"line {lineno}: not JSON: {exc.msg}"
+            continue
+        if not isinstance(data, dict):
+            yield lineno, None, f"line {lineno}: expected a JSON object"
+            continue
+        data.setdefault("id", str(lineno))
+        yield lineno, data, None
+
+
+def _rewards(args: argparse.Namespace) -> int:
+    from pydantic import ValidationError
+    from tqdm import tqdm
+
+    from referee.client.models import RewardItem, RewardResult
+
+    items: list[RewardItem] = []
+    bad: list[RewardResult] = []
+    with open(args.file, encoding="utf-8") as stream:
+        for lineno, data, error in _read_items(stream):
+            if data is not None:
+                try:
+                    items.append(RewardItem.model_validate(data))
+                    continue
+                except ValidationError as exc:
+                    first = exc.errors()[0]
+                    error = f"line {lineno}: {'.'.join(map(str, first['loc']))}: {first['msg']}"
+            bad.append(
+                RewardResult(
+                    id=str((data or {}).get("id", lineno)),
+                    score=0.0,
+                    details={"outcome": "invalid", "error": error},
+                )
+            )
+    out = open(args.out, "w", encoding="utf-8") if args.out else sys.stdout
+    bar = tqdm(total=len(items), unit="item", desc="scoring", file=sys.stderr, disable=args.quiet)
+    results: list[RewardResult] = []
+    step = max(1, args.chunk_size)
+    try:
+        if args.server:
+            from referee.client import RefereeClient
+
+            with RefereeClient(args.server, api_key=args.api_key, chunk_size=step) as client:
+                for start in range(0, len(items), step):
+                    part = client.rewards(items[start : start + step]).rewards
+                    results.extend(part)
+                    bar.update(len(part))
+        else:
+            results = _score_locally(items, args, bar)
+    finally:
+        bar.close()
+    for res in results + bad:
+        out.write(res.model_dump_json() + "\n")
+    if out is not sys.stdout:
+        out.close()
+    scored = [r.score for r in results]
+    mean = sum(scored) / len(scored) if scored else 0.0
+    print(f"{len(results)} scored, mean {mean:.4f}; {len(bad)} invalid lines", file=sys.stderr)
+    for res in bad[:5]:
+        print(f"  {res.details['error']}", file=sys.stderr)
+    return 0 if not bad else 2
+
+
+def _score_locally(items: Sequence[Any], args: argparse.Namespace, bar: Any) -> list[Any]:
+    from referee.services.grading import count_math_leaves, score_item
+    from referee.services.reward_batch import to_result
+    from referee.verifiers import CheckPool
+
+    graders = [item.grader.model_dump() for item in items]
+    with CheckPool(workers=args.workers, timeout_s=args.timeout) as pool:
+        futures = pool.map(
+            score_item,
+            [(g, i.response) for g, i in zip(graders, items, strict=True)],
+            timeout_s=[args.timeout * max(1, count_math_leaves(g)) for g in graders],
+        )
+        for f in futures:
+            f.add_done_callback(lambda _f: bar.update(1))
+        outcomes = [f.result() for f in futures]
+    return [to_result(i.id, g["type"], o) for i, g, o in zip(items, graders, outcomes, strict=True)]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="referee", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    serve = sub.add_parser("serve", help="run the HTTP API")
+    serve.add_argument("--host", default="127.0.0.1")
+    serve.add_argument("--port", type=int, default=8000)
+    serve.add_argument("--workers", type=int, default=1, help="uvicorn worker processes")
+    serve.add_argument(
+        "--math-workers",
+        type=int,
+        default=0,
+        help="check worker processes per server process (default: CPU count)",
+    )
+    serve.add_argument("--log-level", default="info")
+    serve.set_defaults(func=_serve)
+
+    verify = sub.add_parser("verify", help="check one answer against a reference")
+    verify.add_argument("response", help="the response (or just its final answer)")
+    verify.add_argument("reference", help="the reference answer")
+    verify.add_argument(
+        "--extract",
+        default="auto",
+        choices=["auto", "boxed", "answer_tag", "final_answer", "gsm8k", "none"],
+    )
+    verify.add_argument("--timeout", type=float, default=5.0)
+    verify.add_argument("--json", action="store_true", help="print the verdict as JSON")
+    verify.set_defaults(func=_verify)
+
+    rewards = sub.add_parser("rewards", help="score a JSONL file of reward items")
+    rewards.add_argument("file", help="JSONL: one {id, prompt, response, grader, group?} per line")
+    rewards.add_argument("--out", help="write results here as JSONL (default: stdout)")
+    rewards.add_argument("--server", help="score through this referee server instead of in-process")
+    rewards.add_argument("--api-key", default=os.environ.get("REFEREE_API_KEY"))
+    rewards.add_argument("--workers", type=int, default=max(1, os.cpu_count() or 1))
+    rewards.add_argument("--timeout", type=float, default=5.0, help="deadline of one check")
+    rewards.add_argument("--chunk-size", type=int, default=512)
+    rewards.add_argument("--quiet", action="store_true", help="no progress bar")
+    rewards.set_defaults(func=_rewards)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return int(args.func(args))
+    except FileNotFoundError as exc:
+        print(f"referee: {exc.strerror}: {exc.filename}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

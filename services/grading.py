@@ -1,0 +1,67 @@
+"""Scoring one reward item: grader spec (as a plain dict) + response -> (score, details).
+
+:func:`score_item` is what the server's check pool runs in its worker processes, so it takes
+and returns plain, picklable values. It is also the in-process path of ``referee rewards``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from referee.verifiers.format_check import check_format
+from referee.verifiers.math import MathConfig, verify
+from referee.verifiers.multiple_choice import verify_multiple_choice
+from referee.verifiers.string_check import string_check
+from referee.verifiers.weighted import combine
+
+__all__ = ["count_math_leaves", "score_item"]
+
+_MATH_OPTIONS = (
+    "extract",
+    "last_number_fallback",
+    "hedging_is_wrong",
+    "percent",
+    "rel_tol",
+    "approx_min_sig_digits",
+)
+
+
+def math_config(grader: dict[str, Any]) -> MathConfig:
+    return MathConfig(**{k: grader[k] for k in _MATH_OPTIONS if k in grader})
+
+
+def score_item(grader: dict[str, Any], response: str) -> tuple[float, dict[str, Any]]:
+    kind = grader["type"]
+    if kind == "math":
+        verdict = verify(response, grader["reference"], math_config(grader))
+        return verdict.score, verdict.to_dict()
+    if kind == "multiple_choice":
+        result = verify_multiple_choice(
+            response, grader["reference"], grader.get("choices", "ABCD")
+        )
+        return result.score, result.to_dict()
+    if kind == "string_check":
+        result = string_check(response, grader["reference"], grader.get("operation", "eq"))
+        return result.score, result.to_dict()
+    if kind == "format":
+        result = check_format(response, grader.get("pattern", "think_answer"))
+        return result.score, result.to_dict()
+    if kind == "weighted":
+        parts: list[tuple[float, float]] = []
+        details: list[dict[str, Any]] = []
+        for part in grader["graders"]:
+            score, detail = score_item(part["grader"], response)
+            parts.append((part["weight"], score))
+            details.append(
+                {"type": part["grader"]["type"], "weight": part["weight"], "score": score, **detail}
+            )
+        total = combine(parts, normalize=grader.get("normalize", True))
+        return total, {"outcome": "weighted", "parts": details}
+    raise ValueError(f"unknown grader type {kind!r}")
+
+
+def count_math_leaves(grader: dict[str, Any]) -> int:
+    """How many math checks an item costs (its deadline scales with it)."""
+    if grader["type"] == "weighted":
+        return sum(count_math_leaves(p["grader"]) for p in grader["graders"])
+    return 1 if grader["type"] == "math" else 0

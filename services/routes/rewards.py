@@ -1,0 +1,80 @@
+"""``POST /v1/rewards`` (a batch, any grader) and ``POST /v1/math/verify`` (one check)."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from fastapi import APIRouter, Request
+
+from referee.client.errors import PayloadTooLarge
+from referee.client.models import (
+    MathVerifyRequest,
+    MathVerifyResponse,
+    Problem,
+    RewardsRequest,
+    RewardsResponse,
+)
+from referee.services.reward_batch import score_batch
+from referee.verifiers import TimedOut, WorkerFailed
+from referee.verifiers.math import verify
+
+__all__ = ["router"]
+
+_PROBLEMS: dict[int | str, dict[str, Any]] = {
+    401: {"model": Problem, "description": "Missing or unknown API key"},
+    413: {"model": Problem, "description": "Too many items or too large a body"},
+    422: {"model": Problem, "description": "Invalid request (malformed JSON, wrong field, ...)"},
+}
+router = APIRouter(prefix="/v1", tags=["rewards"], responses=_PROBLEMS)
+
+
+@router.post("/rewards", response_model=RewardsResponse, summary="Score a batch of rollouts")
+async def rewards(body: RewardsRequest, request: Request) -> RewardsResponse:
+    """One reward per item, in the order given, with per-group statistics.
+
+    A failure on one item (a check that overran its deadline, a worker that ran out of memory)
+    is reported on that item: score 0 and `details.outcome` `timeout` or `error`.
+    """
+    settings = request.app.state.settings
+    if len(body.items) > settings.max_batch_items:
+        raise PayloadTooLarge(
+            f"{len(body.items)} items in one request; the limit is {settings.max_batch_items}: "
+            "split the batch (the Python SDK chunks large batches for you)"
+        )
+    return await score_batch(
+        request.app.state.pool,
+        body.items,
+        settings.math_timeout_s,
+        body.pass_threshold,
+        request.app.state.metrics,
+    )
+
+
+@router.post(
+    "/math/verify",
+    response_model=MathVerifyResponse,
+    summary="Check one response against a reference answer",
+)
+async def math_verify(body: MathVerifyRequest, request: Request) -> MathVerifyResponse:
+    from referee.services.grading import math_config
+
+    start = time.perf_counter()
+    settings = request.app.state.settings
+    config = math_config(body.model_dump())
+    [outcome] = await request.app.state.pool.amap(
+        verify, [(body.response, body.reference, config)], timeout_s=settings.math_timeout_s
+    )
+    elapsed = (time.perf_counter() - start) * 1000
+    if isinstance(outcome, TimedOut):
+        return MathVerifyResponse(
+            score=0.0,
+            outcome="timeout",
+            elapsed_ms=elapsed,
+            reason=f"the check did not finish within {outcome.timeout_s:g} s",
+        )
+    if isinstance(outcome, WorkerFailed):
+        return MathVerifyResponse(
+            score=0.0, outcome="error", reason=outcome.reason, elapsed_ms=elapsed
+        )
+    return MathVerifyResponse(**outcome.to_dict(), elapsed_ms=elapsed)

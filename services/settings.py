@@ -1,0 +1,41 @@
+"""Server settings, read from the environment (prefix ``REFEREE_``) when the app is built.
+
+REFEREE_MATH_WORKERS=4 REFEREE_API_KEYS=key1,key2 referee serve --port 8000
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Annotated
+
+from pydantic import Field, field_validator
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+
+__all__ = ["Settings"]
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="REFEREE_", extra="ignore")
+
+    host: str = "127.0.0.1"
+    port: int = 8000
+    math_workers: int = Field(
+        default_factory=lambda: max(1, os.cpu_count() or 1),
+        ge=1,
+        description="Worker processes that run checks (each check has a hard deadline).",
+    )
+    math_timeout_s: float = Field(5.0, gt=0, le=600, description="Deadline of one check.")
+    math_memory_mb: int = Field(2048, ge=0, description="Address-space cap of a check worker.")
+    max_batch_items: int = Field(10_000, ge=1, description="Most items in one /v1/rewards call.")
+    max_body_bytes: int = Field(256 * 1024 * 1024, ge=1024, description="Largest request body.")
+    api_keys: Annotated[list[str], NoDecode] = Field(
+        default_factory=list, description="Accepted API keys (comma-separated); empty: no auth."
+    )
+    broker_url: str | None = Field(None, description="Celery broker; none: jobs run in-process.")
+
+    @field_validator("api_keys", mode="before")
+    @classmethod
+    def _split_keys(cls, value: object) -> object:
+        if isinstance(value, str):
+            return [k.strip() for k in value.split(",") if k.strip()]
+        return value

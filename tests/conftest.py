@@ -1,0 +1,106 @@
+"""Shared fixtures: a real uvicorn server on a free port (race-free: the socket is bound here,
+port 0, and handed to uvicorn with --fd)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@dataclass
+class Server:
+    url: str
+    process: subprocess.Popen[bytes]
+    log: Path
+
+    def log_tail(self) -> str:
+        return self.log.read_text(errors="replace")[-4000:]
+
+
+def start_server(tmp: Path, env: dict[str, str], name: str = "server") -> Server:
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind(("127.0.0.1", 0))
+    sock.listen(128)
+    port = sock.getsockname()[1]
+    log = tmp / f"{name}.log"
+    full_env = {**os.environ, "REFEREE_MATH_WORKERS": "2", "REFEREE_MATH_TIMEOUT_S": "2", **env}
+    with open(log, "wb") as out:
+        proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "uvicorn",
+                "--factory",
+                "referee.services.app:create_app",
+                "--fd",
+                str(sock.fileno()),
+                "--log-level",
+                "warning",
+            ],
+            pass_fds=(sock.fileno(),),
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            env=full_env,
+            cwd=tmp,
+        )
+    sock.close()
+    server = Server(f"http://127.0.0.1:{port}", proc, log)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"the server exited with {proc.returncode}:\n{server.log_tail()}")
+        try:
+            if httpx.get(server.url + "/readyz", timeout=2).status_code == 200:
+                return server
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.1)
+    proc.kill()
+    raise RuntimeError(f"the server did not become ready:\n{server.log_tail()}")
+
+
+def stop_server(server: Server) -> None:
+    server.process.terminate()
+    try:
+        server.process.wait(timeout=15)
+    except subprocess.TimeoutExpired:
+        server.process.kill()
+        server.process.wait()
+
+
+@pytest.fixture(scope="session")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    srv = start_server(tmp_path_factory.mktemp("server"), {"REFEREE_MAX_BATCH_ITEMS": "2000"})
+    yield srv
+    stop_server(srv)
+    # uvicorn re-raises SIGTERM after a graceful shutdown, so -SIGTERM is a clean exit here.
+    assert srv.process.returncode in (0, -signal.SIGTERM), srv.log_tail()
+    assert "Traceback" not in srv.log.read_text(errors="replace"), srv.log_tail()
+
+
+@pytest.fixture(scope="session")
+def referee_server_factory() -> Iterator[object]:
+    """Start extra servers with their own settings: ``factory(tmp_path, env, name)``."""
+    started: list[Server] = []
+
+    def factory(tmp: Path, env: dict[str, str], name: str = "server") -> Server:
+        srv = start_server(tmp, env, name)
+        started.append(srv)
+        return srv
+
+    yield factory
+    for srv in started:
+        stop_server(srv)

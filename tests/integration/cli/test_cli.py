@@ -1,0 +1,82 @@
+"""The ``referee`` command, run as a user runs it."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+Server = Any
+
+
+def referee(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "referee.services.cli", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        stdin=subprocess.DEVNULL,
+    )
+
+
+def test_verify_prints_the_verdict() -> None:
+    done = referee("verify", "so the answer is \\boxed{\\frac{1}{2}}", "0.5")
+    assert done.returncode == 0, done.stderr
+    assert "correct" in done.stdout and "exact" in done.stdout
+    wrong = referee("verify", "--json", "\\boxed{3}", "4")
+    assert wrong.returncode == 1
+    assert json.loads(wrong.stdout)["outcome"] == "wrong"
+
+
+def test_verify_hostile_input_answers_in_time() -> None:
+    done = referee("verify", "--json", "--timeout", "2", "\\boxed{9^{9^{9^{9^{9}}}}}", "1")
+    assert done.returncode == 1
+    assert json.loads(done.stdout)["outcome"] in {"rejected", "timeout"}
+
+
+def _write_batch(path: Path) -> None:
+    lines = [
+        json.dumps(
+            {
+                "id": f"a{i}",
+                "response": f"\\boxed{{{i}}}",
+                "grader": {"type": "math", "reference": "2"},
+                "group": "g",
+            }
+        )
+        for i in range(5)
+    ]
+    lines.insert(2, "{not json")
+    lines.insert(4, json.dumps({"id": "bad", "response": "1", "grader": {"type": "unknown"}}))
+    path.write_text("\n".join(lines) + "\n")
+
+
+def test_rewards_in_process(tmp_path: Path) -> None:
+    src, out = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
+    _write_batch(src)
+    done = referee("rewards", str(src), "--out", str(out), "--workers", "1")
+    assert done.returncode == 2  # two invalid lines, reported, nothing lost
+    results = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [r["id"] for r in results] == ["a0", "a1", "a2", "a3", "a4", "3", "bad"]
+    assert [r["score"] for r in results[:5]] == [0, 0, 1, 0, 0]
+    assert results[5]["details"]["outcome"] == "invalid"
+    assert "line 3: not JSON" in results[5]["details"]["error"]
+    assert "grader" in results[6]["details"]["error"]
+    assert "5 scored" in done.stderr and "2 invalid lines" in done.stderr
+    assert "scoring" in done.stderr  # the progress bar
+
+
+def test_rewards_through_the_server(server: Server, tmp_path: Path) -> None:
+    src, out = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
+    _write_batch(src)
+    done = referee("rewards", str(src), "--out", str(out), "--server", server.url, "--quiet")
+    assert done.returncode == 2
+    results = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [r["score"] for r in results[:5]] == [0, 0, 1, 0, 0]
+
+
+def test_missing_file() -> None:
+    done = referee("rewards", "/nonexistent/file.jsonl")
+    assert done.returncode == 2 and "No such file" in done.stderr

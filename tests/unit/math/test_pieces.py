@@ -1,0 +1,142 @@
+"""Tables for the pieces: extraction, fast numbers, normalization, comparison policies."""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+import pytest
+
+from referee.verifiers.math import MathConfig, Outcome, extract_answer, parse, verify
+from referee.verifiers.math.fast_numbers import TooLarge, parse_fast_number
+from referee.verifiers.math.normalization import normalize
+
+
+@pytest.mark.parametrize(
+    ("response", "answer", "source"),
+    [
+        ("so \\boxed{\\frac{\\sqrt{2}}{2}} done", "\\frac{\\sqrt{2}}{2}", "boxed"),
+        ("\\fbox{42}", "42", "boxed"),
+        ("\\boxed 5 is it", "5", "boxed"),
+        ("<think>maybe \\boxed{3}</think>The final answer is 4.", "4", "final_answer"),
+        ("<think>x</think><answer> 12 </answer>", "12", "answer_tag"),
+        ("<answer>The answer is 7</answer>", "7", "answer_tag"),
+        ("The final answer is $\\frac{1}{2}$. I hope", "\\frac{1}{2}", "final_answer"),
+        ("Answer: 3.5", "3.5", "final_answer"),
+        ("blah\n#### 1,234", "1,234", "gsm8k"),
+        ("so she has 12 apples left.", "12", "last_number"),
+        ("Therefore the answer is 12. I checked it 3 ways.", "12", "final_answer"),
+    ],
+)
+def test_extraction(response: str, answer: str, source: str) -> None:
+    found = extract_answer(response)
+    assert (found.answer, found.source) == (answer, source)
+
+
+def test_extraction_modes_and_fallback() -> None:
+    assert extract_answer("it is 12", MathConfig(last_number_fallback=False)).answer is None
+    assert extract_answer("#### 5\n\\boxed{6}", MathConfig(extract="gsm8k")).answer == "5"
+    assert extract_answer("x = 3", MathConfig(extract="none")).answer == "x = 3"
+    assert extract_answer("\\boxed{1} and \\boxed{2}").candidates == ("1", "2")
+
+
+def test_extraction_is_linear_on_hostile_text() -> None:
+    for text in ("<answer>" * 50_000, "\\boxed{" * 50_000, "{" * 200_000, "answer is " * 30_000):
+        extract_answer(text)  # returns at all: no quadratic scan
+
+
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [
+        ("42", Fraction(42)),
+        ("-0.5", Fraction(-1, 2)),
+        ("+3", Fraction(3)),
+        ("\\frac{3}{4}", Fraction(3, 4)),
+        ("\\frac12", Fraction(1, 2)),
+        ("-1/2", Fraction(-1, 2)),
+        ("2\\frac{1}{2}", Fraction(5, 2)),
+        ("2 1/2", Fraction(5, 2)),
+        ("1.2e3", Fraction(1200)),
+        ("3\\times 10^{-5}", Fraction(3, 100000)),
+        ("0.\\overline{3}", Fraction(1, 3)),
+        ("0.1\\overline{6}", Fraction(1, 6)),
+        ("0.(142857)", Fraction(1, 7)),
+        ("0.142857142857...", Fraction(1, 7)),
+        ("10^{5}", Fraction(100000)),
+    ],
+)
+def test_fast_numbers(text: str, value: Fraction) -> None:
+    parsed = parse_fast_number(text)
+    assert parsed is not None and parsed.value == value
+
+
+def test_fast_numbers_refuse_huge_literals() -> None:
+    with pytest.raises(TooLarge):
+        parse_fast_number("1e999999999")
+    with pytest.raises(TooLarge):
+        parse_fast_number("9" * 5000)
+    assert parse_fast_number("x+1") is None
+
+
+@pytest.mark.parametrize(
+    ("raw", "text", "percent"),
+    [
+        ("1\\,000", "1000", False),
+        ("1{,}000", "1000", False),
+        ("1,000,000", "1000000", False),
+        ("50\\%", "50", True),
+        ("\\$18", "18", False),
+        ("5 \\text{ cm}^2", "5", False),
+        ("−5", "-5", False),
+        ("√2", "\\sqrt{2}", False),
+        ("(1,234)", "(1,234)", False),
+    ],
+)
+def test_normalization(raw: str, text: str, percent: bool) -> None:
+    norm = normalize(raw)
+    assert (norm.text, norm.percent) == (text, percent)
+
+
+def test_exact_arithmetic_not_float_rounding() -> None:
+    assert verify("\\boxed{\\frac{1}{2^{98}}}", "\\frac{1}{2^{99}}").score == 0.0
+    assert verify("\\boxed{2^{-98}}", "\\frac{1}{2^{98}}").score == 1.0
+    assert verify("\\boxed{0.1000001}", "0.1").score == 0.0
+    assert verify("\\boxed{10^{400}}", "10^{401}").score == 0.0
+
+
+@pytest.mark.parametrize(
+    ("policy", "answer", "reference", "score"),
+    [
+        ("either", "50\\%", "0.5", 1.0),
+        ("either", "50\\%", "50", 1.0),
+        ("fraction", "50\\%", "50", 0.0),
+        ("fraction", "50\\%", "0.5", 1.0),
+        ("number", "50\\%", "0.5", 0.0),
+        ("number", "50\\%", "50", 1.0),
+    ],
+)
+def test_percent_policy(policy: str, answer: str, reference: str, score: float) -> None:
+    config = MathConfig(percent=policy)  # type: ignore[arg-type]
+    assert verify(f"\\boxed{{{answer}}}", reference, config).score == score
+
+
+def test_approximation_policy() -> None:
+    assert verify("\\boxed{3.1416}", "\\pi").method == "approx_decimal"
+    assert verify("\\boxed{3.14}", "\\pi").score == 0.0
+    assert verify("\\boxed{3.1416}", "\\pi", MathConfig(approx_min_sig_digits=0)).score == 0.0
+
+
+def test_verdict_is_structured() -> None:
+    v = verify("so \\boxed{x^2+2x+1}", "(x+1)^2")
+    assert v.outcome is Outcome.CORRECT and v.score == 1.0 and v.correct
+    assert v.extracted == "x^2+2x+1" and v.extraction == "boxed"
+    assert v.method in {"symbolic", "symbolic_numeric"}
+    assert v.parsed_reference == "(x + 1)**2"
+    bad = verify("\\boxed{1}", "\\frac{1}{")
+    assert bad.outcome is Outcome.BAD_REFERENCE and bad.reason
+    assert verify("", "1").outcome is Outcome.NO_ANSWER
+    assert verify("\\boxed{(10^{10})!}", "1").outcome is Outcome.REJECTED
+
+
+def test_parse_public_api() -> None:
+    assert str(parse("\\{1, 2\\}")) == "{1, 2}"
+    assert str(parse("x \\ge 2")) == "Interval(2, oo)"

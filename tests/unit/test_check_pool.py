@@ -1,0 +1,99 @@
+"""The deadline pool: overruns are killed and replaced, crashes and memory bombs fail one task."""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+
+import pytest
+
+from referee.verifiers import CheckPool, TimedOut, WorkerFailed
+
+
+def sleep_then(seconds: float, value: int) -> int:
+    time.sleep(seconds)
+    return value
+
+
+def crash() -> None:
+    os._exit(3)
+
+
+def allocate(mb: int) -> int:
+    return len(bytearray(mb * 1024 * 1024))
+
+
+def raises() -> None:
+    raise KeyError("boom")
+
+
+def worker_pid() -> int:
+    return os.getpid()
+
+
+def test_overrun_is_killed_and_the_rest_of_the_chunk_still_runs() -> None:
+    with CheckPool(workers=1, timeout_s=0.5, chunk=8) as pool:
+        args = [(0.0, 1), (30.0, 2), (0.0, 3), (0.0, 4)]
+        start = time.monotonic()
+        results = [f.result() for f in pool.map(sleep_then, args)]
+        elapsed = time.monotonic() - start
+    assert results[0] == 1 and results[2:] == [3, 4]
+    assert isinstance(results[1], TimedOut) and results[1].timeout_s == 0.5
+    assert pool.replaced == 1
+    assert elapsed < 20  # the 30 s sleeper did not run to its end
+
+
+def test_a_replaced_worker_is_a_new_process() -> None:
+    with CheckPool(workers=1, timeout_s=0.5) as pool:
+        before = pool.submit(worker_pid).result()
+        assert isinstance(pool.submit(sleep_then, 10.0, 0).result(), TimedOut)
+        after = pool.submit(worker_pid).result()
+    assert before != after
+
+
+def test_crash_memory_bomb_and_exception_fail_one_task_each() -> None:
+    with CheckPool(workers=1, timeout_s=10, memory_mb=512) as pool:
+        out = [f.result() for f in pool.map(crash, [()])]
+        assert isinstance(out[0], WorkerFailed) and "died" in out[0].reason
+        bomb = pool.submit(allocate, 4096).result()
+        assert isinstance(bomb, WorkerFailed) and "memory limit" in bomb.reason
+        err = pool.submit(raises).result()
+        assert isinstance(err, WorkerFailed) and "KeyError" in err.reason
+        assert pool.submit(allocate, 1).result() == 1024 * 1024
+
+
+def test_per_task_deadlines() -> None:
+    with CheckPool(workers=1, timeout_s=5) as pool:
+        fast, slow = pool.map(sleep_then, [(0.3, 1), (0.3, 2)], timeout_s=[0.1, 2.0])
+        assert isinstance(fast.result(), TimedOut) and slow.result() == 2
+        with pytest.raises(ValueError, match="one timeout per task"):
+            pool.map(sleep_then, [(0, 1)], timeout_s=[1.0, 2.0])
+
+
+def test_a_hang_does_not_starve_other_callers_and_threads_are_safe() -> None:
+    with CheckPool(workers=2, timeout_s=3) as pool:
+        hang = pool.submit(sleep_then, 60.0, 0)
+        results: list[int] = []
+        lock = threading.Lock()
+
+        def call(n: int) -> None:
+            value = pool.submit(sleep_then, 0.0, n).result()
+            with lock:
+                results.append(value)
+
+        threads = [threading.Thread(target=call, args=(n,)) for n in range(20)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(timeout=30)
+        assert sorted(results) == list(range(20))
+        assert not hang.done() or isinstance(hang.result(), TimedOut)
+        assert isinstance(hang.result(), TimedOut)
+
+
+def test_closed_pool_refuses_work() -> None:
+    pool = CheckPool(workers=1)
+    pool.close()
+    with pytest.raises(RuntimeError, match="closed"):
+        pool.submit(worker_pid)

@@ -1,0 +1,120 @@
+"""Format rewards: the R1 think/answer format, answer tags, boxes, think blocks, custom regexes."""
+
+from __future__ import annotations
+
+import pytest
+
+from referee.verifiers.format_check import REGEX_MAX_CHARS, check_format
+
+# (response, pattern, expected reason; None means the format is right)
+CASES: list[tuple[str, str, str | None]] = [
+    # think_answer (DeepSeek-R1)
+    ("<think>\n2+2 is 4\n</think>\n<answer>\n4\n</answer>", "think_answer", None),
+    ("  <think>x</think><answer>4</answer>\n\n", "think_answer", None),
+    ("<think></think>\n<answer>4</answer>", "think_answer", None),
+    ("<answer>4</answer>", "think_answer", "no <think> opening tag"),
+    ("<think>2+2 is 4\n<answer>4</answer>", "think_answer", "no </think> closing tag"),
+    ("Sure! <think>x</think><answer>4</answer>", "think_answer", "text before <think>"),
+    ("<think>a</think><think>b</think><answer>4</answer>", "think_answer", "2 <think> blocks"),
+    ("<think>x</think>\n<answer>4</answer><answer>5</answer>", "think_answer", "2 <answer> blocks"),
+    (
+        "<think>x</think>\nSo: <answer>4</answer>",
+        "think_answer",
+        "text between </think> and <answer>",
+    ),
+    (
+        "<think>x</think>\n<answer>4</answer>\nHope this helps!",
+        "think_answer",
+        "text after </answer>",
+    ),
+    ("<think>x</think>\n<answer>  \n</answer>", "think_answer", "empty <answer> block"),
+    ("<think>x</think>\n4", "think_answer", "no <answer> opening tag"),
+    ("<think>x</think>\n<answer>4", "think_answer", "no </answer> closing tag"),
+    ("<think>x <answer>4</answer></think>", "think_answer", "<answer> inside the think block"),
+    ("</think>x<think>y", "think_answer", "</think> before <think>"),
+    ("<THINK>x</THINK><ANSWER>4</ANSWER>", "think_answer", "no <think> opening tag"),
+    # answer_tag
+    ("The result is <answer>42</answer>.", "answer_tag", None),
+    ("<answer>42", "answer_tag", "no </answer> closing tag"),
+    ("<answer></answer>", "answer_tag", "empty <answer> block"),
+    ("<answer>1</answer> or <answer>2</answer>", "answer_tag", "2 <answer> blocks"),
+    ("42", "answer_tag", "no <answer> opening tag"),
+    # boxed
+    (r"So $\boxed{\frac{1}{2}}$.", "boxed", None),
+    (r"\boxed {x^{2}}", "boxed", None),
+    (r"\boxed{} then \boxed{7}", "boxed", None),
+    (r"\boxed{}", "boxed", r"empty \boxed{}"),
+    (r"\boxed{ }", "boxed", r"empty \boxed{}"),
+    (r"\boxed{\frac{1}{2}", "boxed", r"unclosed \boxed{"),
+    ("The answer is 7.", "boxed", r"no \boxed{...}"),
+    (r"\boxedx{7}", "boxed", r"no \boxed{...}"),
+    (r"\boxed{\}}", "boxed", None),
+    # think
+    ("<think>Let me see.</think>The answer is 4.", "think", None),
+    ("<think>   </think>The answer is 4.", "think", "empty think block"),
+    ("<think>Let me see.</think>\n  ", "think", "no text after </think>"),
+    ("Let me see.</think>4", "think", "no <think> opening tag"),
+    ("<think>Let me see. 4", "think", "no </think> closing tag"),
+    # custom regexes
+    ("Answer: 42", r"regex:Answer: \d+", None),
+    ("Answer: 42\n", r"regex:Answer: \d+", "response does not match the regex"),
+    ("line1\nAnswer: 42", r"regex:.*Answer: \d+", None),
+    ("ANSWER: 42", r"regex:(?i)answer: \d+", None),
+]
+
+
+@pytest.mark.parametrize(("response", "pattern", "reason"), CASES)
+def test_check_format(response: str, pattern: str, reason: str | None) -> None:
+    result = check_format(response, pattern)
+    assert result.reason == reason
+    expected = (1.0, "correct") if reason is None else (0.0, "wrong")
+    assert (result.score, result.outcome) == expected
+
+
+def test_default_pattern_is_think_answer() -> None:
+    assert check_format("<think>x</think><answer>4</answer>").score == 1.0
+    assert check_format("<answer>4</answer>").reason == "no <think> opening tag"
+
+
+BAD_REGEXES = ["regex:(", "regex:[a-", "regex:a{2,1}", "regex:(?P<x>a)(?P<x>b)"]
+
+
+@pytest.mark.parametrize("pattern", BAD_REGEXES)
+def test_bad_regex_raises(pattern: str) -> None:
+    with pytest.raises(ValueError, match="does not compile"):
+        check_format("a", pattern)
+
+
+@pytest.mark.parametrize("pattern", ["", "thinking", "REGEX:a", "Boxed"])
+def test_unknown_pattern_raises(pattern: str) -> None:
+    with pytest.raises(ValueError, match="unknown format pattern"):
+        check_format("a", pattern)
+
+
+def test_regex_reads_only_the_first_100k_characters() -> None:
+    long = "a" * (REGEX_MAX_CHARS + 10)
+    assert check_format(long, "regex:a*").score == 1.0
+    result = check_format(long + "!", "regex:b*")
+    expected = f"response (first {REGEX_MAX_CHARS} characters) does not match the regex"
+    assert result.reason == expected
+
+
+@pytest.mark.parametrize(
+    ("hostile", "pattern"),
+    [
+        ("<think>" * 150_000, "think_answer"),
+        ("<think>" * 150_000, "think"),
+        ("<answer>" * 120_000, "answer_tag"),
+        ("\\boxed{" * 150_000, "boxed"),
+        ("\\boxed{}" * 120_000, "boxed"),
+        ("\\boxed " * 150_000, "boxed"),
+        ("(" * 1_000_000, "boxed"),
+        ("{" * 1_000_000, "boxed"),
+        ("\x00" * 1_000_000, "think_answer"),
+        ("<think>" + "\x00" * 1_000_000 + "</think><answer>\x00x</answer>", "think_answer"),
+        ("(" * 1_000_000, "regex:\\(*"),
+    ],
+)
+def test_hostile_inputs_finish(hostile: str, pattern: str) -> None:
+    result = check_format(hostile, pattern)
+    assert result.outcome in ("correct", "wrong")
