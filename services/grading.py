@@ -30,22 +30,29 @@ def math_config(grader: dict[str, Any]) -> MathConfig:
     return MathConfig(**{k: grader[k] for k in _MATH_OPTIONS if k in grader})
 
 
+def _details(data: dict[str, Any]) -> dict[str, Any]:
+    data.pop("score", None)
+    return data
+
+
 def score_item(grader: dict[str, Any], response: str) -> tuple[float, dict[str, Any]]:
     kind = grader["type"]
     if kind == "math":
         verdict = verify(response, grader["reference"], math_config(grader))
-        return verdict.score, verdict.to_dict()
+        details = verdict.to_dict()
+        del details["score"]
+        return verdict.score, details
     if kind == "multiple_choice":
         result = verify_multiple_choice(
             response, grader["reference"], grader.get("choices", "ABCD")
         )
-        return result.score, result.to_dict()
+        return result.score, _details(result.to_dict())
     if kind == "string_check":
         result = string_check(response, grader["reference"], grader.get("operation", "eq"))
-        return result.score, result.to_dict()
+        return result.score, _details(result.to_dict())
     if kind == "format":
         result = check_format(response, grader.get("pattern", "think_answer"))
-        return result.score, result.to_dict()
+        return result.score, _details(result.to_dict())
     if kind == "weighted":
         parts: list[tuple[float, float]] = []
         details: list[dict[str, Any]] = []

@@ -114,6 +114,22 @@ def _phrase_answer(text: str) -> str | None:
 _RELATION = re.compile(r"[<>≤≥]|\\[lg]eq?(?![a-z])|\\[lg]t(?![a-z])")
 
 
+_LATEX_CMD = re.compile(r"\\[A-Za-z]+")
+_WORD = re.compile(r"[A-Za-z]{2,}")
+
+
+def _looks_like_bare_answer(text: str) -> bool:
+    """A short one-line response with no prose is the answer itself: ``x \\in [2, \\infty)``,
+    ``12 apples``, ``Monday``; ``I think it is 5`` is prose (its last number is read instead)."""
+    s = text.strip()
+    if not s or len(s) > 200 or "\n" in s:
+        return False
+    words = _WORD.findall(_LATEX_CMD.sub(" ", s))
+    if not any(ch.isdigit() for ch in s):
+        return len(words) <= 4
+    return len(words) <= 1
+
+
 def _split_or(answer: str) -> list[str]:
     parts = [p.strip() for p in _OR_SPLIT.split(answer) if p and p.strip()]
     if len(parts) > 1 and all(_RELATION.search(p) for p in parts):
@@ -183,6 +199,8 @@ def _extract_segment(text: str, cfg: MathConfig) -> Extraction:
             return _result([marks[-1]], "gsm8k")
         if mode == "gsm8k":
             return Extraction(None, None)
+    if mode == "auto" and _looks_like_bare_answer(text):
+        return _result([text], "whole")
     if mode == "auto" and cfg.last_number_fallback:
         last = None
         for m in _NUMBER.finditer(text[-20_000:]):

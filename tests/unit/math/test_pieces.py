@@ -25,6 +25,10 @@ from referee.verifiers.math.normalization import normalize
         ("blah\n#### 1,234", "1,234", "gsm8k"),
         ("so she has 12 apples left.", "12", "last_number"),
         ("Therefore the answer is 12. I checked it 3 ways.", "12", "final_answer"),
+        ("x \\in [2, \\infty)", "x \\in [2, \\infty)", "whole"),
+        ("12 apples", "12 apples", "whole"),
+        ("no solution", "no solution", "whole"),
+        ("I think it is 5", "5", "last_number"),
     ],
 )
 def test_extraction(response: str, answer: str, source: str) -> None:
