@@ -59,6 +59,7 @@ _VAR_TUPLE = re.compile(r"^\(\s*[a-zA-Z](?:\s*,\s*[a-zA-Z])+\s*\)$")
 _IN_PREFIX = re.compile(r"^([a-zA-Z](?:_\{?[a-zA-Z0-9]+\}?)?)\s*\\in\s*(.+)$")
 _MATRIX = re.compile(r"\\begin\{[pbvBV]?matrix\}|\\begin\{array\}")
 _EMPTY = re.compile(r"^(?:\\emptyset|\\varnothing|\\\{\s*\\\}|\{\s*\})$")
+_PLAIN_NUMBER = re.compile(r"^[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:/\d+)?$")
 _SEPARATORS = (",", " and ", ";")
 
 
@@ -237,6 +238,8 @@ def _parse(s: str, config: MathConfig) -> Value:
     s = s.strip()
     if not s:
         raise Unparseable("empty answer")
+    if _PLAIN_NUMBER.match(s):  # the common case: skip the structural scans
+        return _scalar(s, config)
     if _EMPTY.match(s):
         return Seq((), "set")
     m = _IN_PREFIX.match(s)
