@@ -50,7 +50,7 @@ class _MathOptions(_Model):
     )
     rel_tol: float = Field(1e-12, ge=0, le=0.1, description="Relative tolerance for irrationals.")
     approx_min_sig_digits: int = Field(
-        4,
+        5,
         ge=0,
         le=30,
         description="A decimal with at least this many significant digits matches an irrational "

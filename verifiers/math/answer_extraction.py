@@ -87,24 +87,32 @@ def _last_answer_tag(text: str) -> str | None:
     return text[start + len("<answer>") : end] if start >= 0 else None
 
 
+def _unescaped(text: str, char: str, start: int) -> int:
+    """Index of the next ``char`` not escaped by a backslash (``\\$`` is a dollar sign)."""
+    i = text.find(char, start)
+    while i > 0 and text[i - 1] == "\\":
+        i = text.find(char, i + 1)
+    return i
+
+
 def _phrase_answer(text: str) -> str | None:
     last = None
     for m in _FINAL_PHRASE.finditer(text):
         last = m
     if last is None:
         return None
-    rest = text[last.end() : last.end() + 4000]
+    rest = text[last.end() : last.end() + 4000].lstrip("*_ ")
     if rest.startswith("$$"):
         end = rest.find("$$", 2)
         return rest[2:end] if end > 0 else None
     if rest.startswith("$"):
-        end = rest.find("$", 1)
+        end = _unescaped(rest, "$", 1)
         return rest[1:end] if end > 0 else None
     if rest.startswith("\\(") or rest.startswith("\\["):
         close = "\\)" if rest[1] == "(" else "\\]"
         end = rest.find(close, 2)
         return rest[2:end] if end > 0 else None
-    line = rest.split("\n", 1)[0]
+    line = rest.split("\n", 1)[0].lstrip("*_ ")
     # A sentence ends at ". " or at a final "." (a decimal point is followed by a digit).
     line = re.split(r"\.(?:\s|$)", line, maxsplit=1)[0]
     line = line.strip().rstrip(".;,!")
@@ -114,6 +122,7 @@ def _phrase_answer(text: str) -> str | None:
 _RELATION = re.compile(r"[<>≤≥]|\\[lg]eq?(?![a-z])|\\[lg]t(?![a-z])")
 
 
+_ASSIGNMENT = re.compile(r"^\s*([A-Za-z])\s*=")
 _LATEX_CMD = re.compile(r"\\[A-Za-z]+")
 _WORD = re.compile(r"[A-Za-z]{2,}")
 
@@ -134,6 +143,9 @@ def _split_or(answer: str) -> list[str]:
     parts = [p.strip() for p in _OR_SPLIT.split(answer) if p and p.strip()]
     if len(parts) > 1 and all(_RELATION.search(p) for p in parts):
         return [answer]  # "x < -2 or x > 2" is one answer: a union
+    sides = [_ASSIGNMENT.match(p) for p in parts]
+    if len(parts) > 1 and all(sides) and len({m.group(1) for m in sides if m}) == 1:
+        return [answer]  # "x = -2 or x = 3": the solutions of one equation
     return parts if len(parts) > 1 else [answer]
 
 

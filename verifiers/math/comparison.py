@@ -50,32 +50,53 @@ def _percent_variants(v: Scalar, policy: str) -> list[Scalar]:
     return [hundredth] if policy == "fraction" else [v, hundredth]
 
 
-def _terminates_within(value: Fraction, places: int) -> bool:
-    return bool((value * 10**places).denominator == 1)
+def _terminating(value: Fraction) -> bool:
+    q = value.denominator
+    for prime in (2, 5):
+        while q % prime == 0:
+            q //= prime
+    return q == 1
+
+
+def _rounds_to(scaled: Fraction, target: int, truncation: bool) -> bool:
+    """``target`` is ``scaled`` rounded (half up or half down), or truncated, to an integer."""
+    floor = scaled.numerator // scaled.denominator
+    candidates = {floor, floor + 1} if scaled != floor else {floor}
+    truncated = floor if scaled >= 0 else -((-scaled.numerator) // scaled.denominator)
+    rounded = {c for c in candidates if abs(scaled - c) <= Fraction(1, 2)}
+    return (truncation and target == truncated) or target in rounded
 
 
 def _approx_match(
-    decimal: Scalar, other_value: Any, other_exact: Fraction | None, config: MathConfig
+    decimal: Scalar,
+    other_value: Any,
+    other_exact: Fraction | None,
+    config: MathConfig,
+    truncation: bool = True,
 ) -> bool:
-    """``decimal`` (written with k places) is ``other`` rounded or truncated to k places."""
+    """``decimal`` (written with k places) is ``other`` rounded (or, when ``truncation``,
+    truncated) to k places, where ``other`` has no finite decimal expansion (an irrational, or a
+    rational such as 1/3). A decimal reference must be the rounding of the answer's value."""
     places = decimal.decimal_places
     if places is None or config.approx_min_sig_digits <= 0:
         return False
     if decimal.sig_digits < config.approx_min_sig_digits or decimal.exact is None:
         return False
-    if other_exact is not None and _terminates_within(other_exact, places):
-        return False  # an exact short decimal must be written exactly
-    tol = Fraction(1, 10**places)
+    target = decimal.exact * 10**places
+    if target.denominator != 1:
+        return False
     if other_exact is not None:
-        return abs(other_exact - decimal.exact) < tol
+        if _terminating(other_exact):
+            return False  # a value with a finite decimal expansion must be written exactly
+        return _rounds_to(other_exact * 10**places, target.numerator, truncation)
     try:
-        num = sympy.N(other_value, _PRECISION)
-        if not num.is_real:
+        num = sympy.N(other_value * 10**places, _PRECISION + places)
+        if not num.is_real or not num.is_finite:
             return False
-        diff = abs(sympy.Rational(decimal.exact.numerator, decimal.exact.denominator) - num)
-        return bool(diff < sympy.Rational(tol.numerator, tol.denominator))
+        scaled = Fraction(str(sympy.Float(num, _PRECISION + places)))
     except (TypeError, ValueError, ArithmeticError):
         return False
+    return _rounds_to(scaled, target.numerator, truncation)
 
 
 def _numeric(expr: Any) -> Any | None:
@@ -179,7 +200,9 @@ def _scalar_pair(r: Scalar, p: Scalar, config: MathConfig) -> str | None:
     if r.exact is not None and p.exact is not None:
         if r.exact == p.exact:
             return "exact"
-        if _approx_match(p, None, r.exact, config) or _approx_match(r, None, p.exact, config):
+        if _approx_match(p, None, r.exact, config) or _approx_match(
+            r, None, p.exact, config, truncation=False
+        ):
             return "approx_decimal"
         return None
     rs, ps = r.sym(), p.sym()
@@ -191,7 +214,7 @@ def _scalar_pair(r: Scalar, p: Scalar, config: MathConfig) -> str | None:
             return method
         if p.exact is not None and _approx_match(p, rs, None, config):
             return "approx_decimal"
-        if r.exact is not None and _approx_match(r, ps, None, config):
+        if r.exact is not None and _approx_match(r, ps, None, config, truncation=False):
             return "approx_decimal"
         return None
     return symbolic_equal(rs, ps)

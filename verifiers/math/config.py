@@ -27,10 +27,10 @@ class MathConfig:
     percent: PercentPolicy = "either"
     rel_tol: float = 1e-12
     """Relative tolerance for values that are only known numerically (irrational constants)."""
-    approx_min_sig_digits: int = 4
+    approx_min_sig_digits: int = 5
     """A decimal answer matches an irrational (or non-terminating) reference when it is that
     value rounded or truncated to the answer's places and has at least this many significant
-    digits (3.1416 matches pi, 3.14 does not). 0 disables approximate matches."""
+    digits (3.14159 matches pi, 3.1416 does not). 0 disables approximate matches."""
     strip_units: bool = True
     """Drop trailing units and ``\\text{}`` words around a number (``5 \\text{ cm}`` -> 5)."""
     degrees_equal_radians: bool = False

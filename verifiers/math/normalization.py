@@ -50,6 +50,8 @@ _UNICODE = {
     "\u202f": " ",
     "\u00a0": " ",
     "\u2061": "",
+    "⟨": "(",
+    "⟩": ")",
     "\u200b": "",
     "ℝ": r"\mathbb{R}",
     "∖": r"\setminus ",
@@ -82,6 +84,7 @@ _TRAILING_UNIT = re.compile(
 _THOUSANDS_COMMA = re.compile(r"(?<![\d.])(\d{1,3}(?:,\d{3})+)(?![\d,])(?=(\.\d+)?(?![\d,]))")
 _THOUSANDS_SPACE = re.compile(r"^[+-]?\d{1,3}(?: \d{3})+(?:\.\d+)?$")
 _TRAILING_PUNCT = re.compile(r"[\s.;,]+$")
+_OPTION = re.compile(r"^\(([A-Ja-j])\)(?:\s+[A-Za-z][A-Za-z .,'\-]*)?$")
 _WORDS_ONLY = re.compile(r"^[A-Za-z][A-Za-z \-']*$")
 _INFINITY_WORDS = {
     "infinity": r"\infty",
@@ -137,6 +140,7 @@ def normalize(answer: str, config: MathConfig | None = None) -> Normalized:
     s = s.replace("\n", " ").replace("\t", " ")
     s = _SPACING.sub(" ", s)
     s = _FRAC_ALIAS.sub(r"\\frac", s)
+    s = s.replace("\\langle", "(").replace("\\rangle", ")")
     s = s.replace("{,}", "").replace("{ ,}", "")
     s = re.sub(r"\\(?:dots|ldots|cdots)|…", "...", s)
     s = _TRAILING_PUNCT.sub("", s) if not s.endswith("...") else s
@@ -153,6 +157,9 @@ def normalize(answer: str, config: MathConfig | None = None) -> Normalized:
 
     if s.lower() in _INFINITY_WORDS:
         return Normalized(_INFINITY_WORDS[s.lower()], percent, degrees)
+    option = _OPTION.match(_TEXT_CMD.sub(lambda m: m.group(1), s).strip())
+    if option:  # "(D) Ellipse" answers the option "(D)"
+        return Normalized(option.group(1).upper(), percent, degrees)
     # A bare word answer: \text{Monday}, "Yes", "no solution".
     unwrapped = _TEXT_CMD.sub(lambda m: m.group(1), s).strip()
     if _WORDS_ONLY.match(unwrapped) and (len(unwrapped) > 1 or s != unwrapped):

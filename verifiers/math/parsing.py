@@ -53,7 +53,8 @@ _REL_KIND = {
     r"\ne": "ne",
     r"\neq": "ne",
 }
-_VAR = re.compile(r"^[a-zA-Z](?:_\{?[a-zA-Z0-9]+\}?)?$")
+_GREEK = r"\\(?:alpha|beta|gamma|delta|theta|phi|varphi|lambda|mu|sigma|omega|psi|rho|tau)"
+_VAR = re.compile(rf"^(?:[a-zA-Z]|{_GREEK})(?:_\{{?[a-zA-Z0-9]+\}}?)?$")
 _FUNC_LHS = re.compile(r"^[a-zA-Z](?:_\{?[a-zA-Z0-9]+\}?)?\s*\([a-zA-Z, ]*\)$")
 _VAR_TUPLE = re.compile(r"^\(\s*[a-zA-Z](?:\s*,\s*[a-zA-Z])+\s*\)$")
 _IN_PREFIX = re.compile(r"^([a-zA-Z](?:_\{?[a-zA-Z0-9]+\}?)?)\s*\\in\s*(.+)$")
@@ -254,8 +255,11 @@ def _parse(s: str, config: MathConfig) -> Value:
     for union in (r"\cup", r"\bigcup", " U ", " or "):
         parts = _split_top(s, union)
         if len(parts) > 1:
-            sets = [to_real_set(_parse(p, config)) for p in parts]
+            values = [_parse(p, config) for p in parts]
+            sets = [to_real_set(v) for v in values]
             if any(x is None for x in sets):
+                if union == " or ":  # "x = -2 or x = 3": a list of solutions
+                    return Seq(tuple(values), "list")
                 raise Unparseable("a union of things that are not sets")
             return IntervalSet(sympy.Union(*sets))
     rel = _relation(s, config)

@@ -144,3 +144,36 @@ def test_verdict_is_structured() -> None:
 def test_parse_public_api() -> None:
     assert str(parse("\\{1, 2\\}")) == "{1, 2}"
     assert str(parse("x \\ge 2")) == "Interval(2, oo)"
+
+
+@pytest.mark.parametrize(
+    ("response", "reference", "score"),
+    [
+        # an escaped dollar inside $...$ (Minerva's "Final Answer: The final answer is $\$103$.")
+        ("Final Answer: The final answer is $\\$103$. I hope it is correct.", "103", 1.0),
+        # a terminating decimal must be written exactly: no tolerance around a decimal reference
+        ("\\boxed{251.61}", "251.7", 0.0),
+        ("\\boxed{27677/110}", "251.7", 0.0),
+        # a decimal reference is the rounding of the exact answer, not its truncation
+        ("\\boxed{686597/10100}", "67.97", 0.0),
+        ("\\boxed{686597/10100}", "67.980", 1.0),
+        ("\\boxed{0.66667}", "\\frac{2}{3}", 1.0),
+        ("\\boxed{0.66666}", "\\frac{2}{3}", 1.0),  # truncated by the model: accepted
+        ("\\boxed{0.66668}", "\\frac{2}{3}", 0.0),
+        ("\\boxed{0.6667}", "\\frac{2}{3}", 0.0),  # 4 significant digits are too few
+        ("\\boxed{-1.41421}", "-\\sqrt{2}", 1.0),
+        ("\\boxed{-1.41423}", "-\\sqrt{2}", 0.0),
+        ("\\boxed{\\pi}", "3.1416", 1.0),
+        ("\\boxed{\\pi}", "3.1415", 0.0),  # a reference must be a rounding, not a truncation
+        ("\\boxed{\\langle 4,5,-1\\rangle}", "(4, 5, -1)", 1.0),
+        ("\\boxed{x=-2 \\text{ or } x=3}", "-2, 3", 1.0),
+        ("\\boxed{x=-2 \\text{ or } x=3}", "3", 0.0),
+        ("\\boxed{\\text{(D) Ellipse}}", "\\text{(D)}", 1.0),
+        ("**Answer:** 2/3", "\\frac{2}{3}", 1.0),
+        ("\\boxed{α = 30°}", "30", 1.0),
+    ],
+)
+def test_regressions_found_by_the_benchmark_and_holdout(
+    response: str, reference: str, score: float
+) -> None:
+    assert verify(response, reference).score == score
