@@ -39,9 +39,7 @@ def score_item(grader: dict[str, Any], response: str) -> tuple[float, dict[str, 
     kind = grader["type"]
     if kind == "math":
         verdict = verify(response, grader["reference"], math_config(grader))
-        details = verdict.to_dict()
-        del details["score"]
-        return verdict.score, details
+        return verdict.score, _details(verdict.to_dict())
     if kind == "multiple_choice":
         result = verify_multiple_choice(
             response, grader["reference"], grader.get("choices", "ABCD")
@@ -55,15 +53,15 @@ def score_item(grader: dict[str, Any], response: str) -> tuple[float, dict[str, 
         return result.score, _details(result.to_dict())
     if kind == "weighted":
         parts: list[tuple[float, float]] = []
-        details: list[dict[str, Any]] = []
+        breakdown: list[dict[str, Any]] = []
         for part in grader["graders"]:
             score, detail = score_item(part["grader"], response)
             parts.append((part["weight"], score))
-            details.append(
+            breakdown.append(
                 {"type": part["grader"]["type"], "weight": part["weight"], "score": score, **detail}
             )
         total = combine(parts, normalize=grader.get("normalize", True))
-        return total, {"outcome": "weighted", "parts": details}
+        return total, {"outcome": "weighted", "parts": breakdown}
     raise ValueError(f"unknown grader type {kind!r}")
 
 
