@@ -173,8 +173,29 @@ class CheckPool:
         arg_tuples: Iterable[Sequence[Any]],
         timeout_s: float | Sequence[float] | None = None,
     ) -> list[Any]:
+        """:meth:`map` for asyncio: wakes the event loop once, when the last result is in."""
         futures = self.map(fn, arg_tuples, timeout_s)
-        return list(await asyncio.gather(*(asyncio.wrap_future(f) for f in futures)))
+        if not futures:
+            return []
+        loop = asyncio.get_running_loop()
+        done: asyncio.Future[None] = loop.create_future()
+        remaining = [len(futures)]
+        lock = threading.Lock()
+
+        def finished(_: Future[Any]) -> None:
+            with lock:
+                remaining[0] -= 1
+                last = remaining[0] == 0
+            if last:
+                try:
+                    loop.call_soon_threadsafe(lambda: done.done() or done.set_result(None))
+                except RuntimeError:  # the loop closed while the checks ran
+                    pass
+
+        for f in futures:
+            f.add_done_callback(finished)
+        await done
+        return [f.result() for f in futures]
 
     @property
     def pending(self) -> int:
