@@ -156,7 +156,11 @@ def test_math_verify(server: Server) -> None:
         server, "/v1/math/verify", {"response": "\\boxed{7} or \\boxed{8}", "reference": "7"}
     ).json()
     assert out["score"] == 0.0 and out["outcome"] == "hedged"
-    out = post(server, "/v1/math/verify", {"response": "no number here", "reference": "7"}).json()
+    out = post(
+        server,
+        "/v1/math/verify",
+        {"response": "I could not finish this one, sorry about that.", "reference": "7"},
+    ).json()
     assert out["outcome"] == "no_answer"
 
 
