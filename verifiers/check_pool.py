@@ -39,6 +39,11 @@ __all__ = ["CheckPool", "TimedOut", "WorkerFailed"]
 _PRELOAD = ["referee.verifiers.math"]
 
 
+def _resolve(done: asyncio.Future[None]) -> None:
+    if not done.done():
+        done.set_result(None)
+
+
 @dataclass(frozen=True, slots=True)
 class TimedOut:
     """The check overran its deadline; its worker was killed and replaced."""
@@ -188,7 +193,7 @@ class CheckPool:
                 last = remaining[0] == 0
             if last:
                 try:
-                    loop.call_soon_threadsafe(lambda: done.done() or done.set_result(None))
+                    loop.call_soon_threadsafe(_resolve, done)
                 except RuntimeError:  # the loop closed while the checks ran
                     pass
 

@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from functools import lru_cache
 from typing import Any
 
 import sympy
 from latex2sympy2_extended import latex2sympy
 
 from referee.verifiers.math.config import MathConfig
+from referee.verifiers.math.fast_latex import parse_simple_latex
 from referee.verifiers.math.fast_numbers import TooLarge, parse_fast_number
 from referee.verifiers.math.guards import Rejected, check_expression, check_text
 from referee.verifiers.math.normalization import normalize
@@ -126,10 +128,32 @@ def _closing_index(s: str, start: int) -> int:
 
 
 def _latex_to_sympy(s: str, config: MathConfig) -> Any:
+    """Parse (fast subset first, then latex2sympy2_extended), guard, evaluate. Cached: the
+    rollouts of a group often share their answer string."""
+    ok, value = _latex_to_sympy_cached(s, config)
+    if ok:
+        return value
+    kind, message = value
+    raise (Rejected if kind == "rejected" else Unparseable)(message)
+
+
+@lru_cache(maxsize=8192)
+def _latex_to_sympy_cached(s: str, config: MathConfig) -> tuple[bool, Any]:
     try:
-        expr = latex2sympy(s)
-    except Exception as exc:  # the ANTLR parser raises many types; none is our fault
-        raise Unparseable(f"cannot parse {s[:80]!r}: {type(exc).__name__}") from exc
+        return True, _latex_to_sympy_uncached(s, config)
+    except Rejected as exc:
+        return False, ("rejected", str(exc))
+    except Unparseable as exc:
+        return False, ("unparseable", str(exc))
+
+
+def _latex_to_sympy_uncached(s: str, config: MathConfig) -> Any:
+    expr = parse_simple_latex(s)
+    if expr is None:
+        try:
+            expr = latex2sympy(s)
+        except Exception as exc:  # the ANTLR parser raises many types; none is our fault
+            raise Unparseable(f"cannot parse {s[:80]!r}: {type(exc).__name__}") from exc
     check_expression(expr, config)
     try:
         if isinstance(expr, sympy.MatrixBase):
