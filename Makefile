@@ -37,6 +37,7 @@ unit: $(STAMP)
 ## bench: the benchmarks (figures go to bench/out/ and README)
 bench: $(STAMP)
 	$(PY) -m bench.math
+	$(PY) -m bench.sandbox
 
 clean:
 	rm -rf $(VENV) build *.egg-info .mypy_cache .ruff_cache .pytest_cache

@@ -8,6 +8,7 @@
         ├── Unauthorized          401: missing or unknown API key
         ├── NotFound              404: no such route or resource
         ├── PayloadTooLarge       413: too many items or too large a body
+        ├── TooManyRequests       429: every sandbox slot is busy; retry after a moment
         ├── ServiceUnavailable    503: a component is not available (retried by the SDK)
         └── InternalServerError   500: a bug in referee (never the caller's fault)
 
@@ -29,6 +30,7 @@ __all__ = [
     "RefereeError",
     "RequestTimeout",
     "ServiceUnavailable",
+    "TooManyRequests",
     "TransportError",
     "Unauthorized",
     "error_for_problem",
@@ -101,6 +103,15 @@ class PayloadTooLarge(APIError):
     title = "The request is too large"
 
 
+class TooManyRequests(APIError):
+    """The server is at capacity (every sandbox slot busy). Sent with ``Retry-After``."""
+
+    status = 429
+    type = "too-many-requests"
+    title = "Too many requests"
+    retry_after_s: float = 1.0
+
+
 class ServiceUnavailable(APIError):
     status = 503
     type = "service-unavailable"
@@ -120,6 +131,7 @@ _BY_TYPE: dict[str, type[APIError]] = {
         Unauthorized,
         NotFound,
         PayloadTooLarge,
+        TooManyRequests,
         ServiceUnavailable,
         InternalServerError,
     )
@@ -132,6 +144,7 @@ _BY_STATUS: dict[int, type[APIError]] = {
     405: NotFound,
     413: PayloadTooLarge,
     422: InvalidRequest,
+    429: TooManyRequests,
     503: ServiceUnavailable,
 }
 

@@ -11,10 +11,33 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from referee.client.code_models import (
+    AssertTestSpec,
+    CodeGrader,
+    CodeTest,
+    ExecutionResult,
+    FunctionCallTestSpec,
+    LanguageInfo,
+    RunCodeRequest,
+    RunCodeResponse,
+    RunCodeResult,
+    RunLimits,
+    SandboxLanguages,
+    SandboxRunRequest,
+    SandboxRunResponse,
+    StdioTestSpec,
+)
+
 __all__ = [
+    "AssertTestSpec",
+    "CodeGrader",
+    "CodeTest",
+    "ExecutionResult",
     "FormatGrader",
+    "FunctionCallTestSpec",
     "Grader",
     "GroupStats",
+    "LanguageInfo",
     "MathGrader",
     "MathVerifyRequest",
     "MathVerifyResponse",
@@ -24,6 +47,14 @@ __all__ = [
     "RewardResult",
     "RewardsRequest",
     "RewardsResponse",
+    "RunCodeRequest",
+    "RunCodeResponse",
+    "RunCodeResult",
+    "RunLimits",
+    "SandboxLanguages",
+    "SandboxRunRequest",
+    "SandboxRunResponse",
+    "StdioTestSpec",
     "StringCheckGrader",
     "WeightedGrader",
     "WeightedPart",
@@ -126,7 +157,12 @@ class WeightedGrader(_Model):
 
 
 Grader = Annotated[
-    MathGrader | MultipleChoiceGrader | StringCheckGrader | FormatGrader | WeightedGrader,
+    MathGrader
+    | MultipleChoiceGrader
+    | StringCheckGrader
+    | FormatGrader
+    | CodeGrader
+    | WeightedGrader,
     Field(discriminator="type"),
 ]
 WeightedPart.model_rebuild()

@@ -8,8 +8,9 @@
         print(out.rewards[0].score, out.groups[0].pass_rate)
 
 Large batches are split into chunks of whole groups (a group's rollouts always travel together,
-so its statistics are computed on all of them); connection failures and 503 answers are retried
-with exponential backoff; every fault is raised as a :mod:`referee.client.errors` class.
+so its statistics are computed on all of them); connection failures and 429/503 answers are
+retried with exponential backoff (honouring ``Retry-After``); every fault is raised as a
+:mod:`referee.client.errors` class. ``sandbox_run`` and ``sandbox_languages`` reach the sandbox.
 """
 
 from __future__ import annotations
@@ -35,12 +36,24 @@ from referee.client.models import (
     MathVerifyResponse,
     RewardItem,
     RewardsResponse,
+    RunLimits,
+    SandboxLanguages,
+    SandboxRunRequest,
+    SandboxRunResponse,
 )
 
 __all__ = ["AsyncRefereeClient", "RefereeClient"]
 
 M = TypeVar("M", bound=BaseModel)
-_RETRY_STATUS = {502, 503, 504}
+_RETRY_STATUS = {429, 502, 503, 504}
+
+
+def _run_payload(
+    code: str, language: str, stdin: str, time_limit_s: float | None, memory_mb: int | None
+) -> dict[str, Any]:
+    limits = RunLimits(time_s=time_limit_s, memory_mb=memory_mb)
+    body = SandboxRunRequest(code=code, language=language, stdin=stdin, limits=limits)
+    return body.model_dump(exclude_none=True)
 
 
 def _as_items(items: Iterable[RewardItem | Mapping[str, Any]]) -> list[RewardItem]:
@@ -174,6 +187,15 @@ class RefereeClient(_Base):
             return self._parse(response, model)
         raise ServiceUnavailable("retries exhausted")  # pragma: no cover - loop always returns
 
+    def _get(self, path: str, model: type[M]) -> M:
+        try:
+            response = self._http.get(path)
+        except httpx.TimeoutException as exc:
+            raise RequestTimeout(f"no answer from {self.base_url}{path} in time") from exc
+        except httpx.TransportError as exc:
+            raise TransportError(f"cannot reach {self.base_url}{path}: {exc}") from exc
+        return self._parse(response, model)
+
     def rewards(
         self, items: Sequence[RewardItem | Mapping[str, Any]], *, pass_threshold: float = 1.0
     ) -> RewardsResponse:
@@ -189,6 +211,23 @@ class RefereeClient(_Base):
     def math_verify(self, response: str, reference: str, **options: Any) -> MathVerifyResponse:
         body = MathVerifyRequest(response=response, reference=reference, **options)
         return self._post("/v1/math/verify", body.model_dump(), MathVerifyResponse)
+
+    def sandbox_run(
+        self,
+        code: str,
+        language: str,
+        stdin: str = "",
+        *,
+        time_limit_s: float | None = None,
+        memory_mb: int | None = None,
+    ) -> SandboxRunResponse:
+        """Run one program in the server's sandbox (compiled first if the language needs it)."""
+        payload = _run_payload(code, language, stdin, time_limit_s, memory_mb)
+        return self._post("/v1/sandbox/run", payload, SandboxRunResponse)
+
+    def sandbox_languages(self) -> SandboxLanguages:
+        """The languages the server can run, and its isolation backend."""
+        return self._get("/v1/sandbox/languages", SandboxLanguages)
 
     def health(self) -> bool:
         try:
@@ -248,6 +287,15 @@ class AsyncRefereeClient(_Base):
             return self._parse(response, model)
         raise ServiceUnavailable("retries exhausted")  # pragma: no cover
 
+    async def _get(self, path: str, model: type[M]) -> M:
+        try:
+            response = await self._http.get(path)
+        except httpx.TimeoutException as exc:
+            raise RequestTimeout(f"no answer from {self.base_url}{path} in time") from exc
+        except httpx.TransportError as exc:
+            raise TransportError(f"cannot reach {self.base_url}{path}: {exc}") from exc
+        return self._parse(response, model)
+
     async def rewards(
         self, items: Sequence[RewardItem | Mapping[str, Any]], *, pass_threshold: float = 1.0
     ) -> RewardsResponse:
@@ -267,6 +315,21 @@ class AsyncRefereeClient(_Base):
     ) -> MathVerifyResponse:
         body = MathVerifyRequest(response=response, reference=reference, **options)
         return await self._post("/v1/math/verify", body.model_dump(), MathVerifyResponse)
+
+    async def sandbox_run(
+        self,
+        code: str,
+        language: str,
+        stdin: str = "",
+        *,
+        time_limit_s: float | None = None,
+        memory_mb: int | None = None,
+    ) -> SandboxRunResponse:
+        payload = _run_payload(code, language, stdin, time_limit_s, memory_mb)
+        return await self._post("/v1/sandbox/run", payload, SandboxRunResponse)
+
+    async def sandbox_languages(self) -> SandboxLanguages:
+        return await self._get("/v1/sandbox/languages", SandboxLanguages)
 
     async def health(self) -> bool:
         try:

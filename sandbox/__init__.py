@@ -10,12 +10,14 @@
 Modules: ``models`` (limits, results), ``bwrap_backend`` / ``docker_backend`` /
 ``local_backend`` (isolation), ``cgroups``, ``seccomp_filter``, ``resource_limits``,
 ``process_io`` (capped I/O under a deadline), ``languages`` (recipes), ``programs``
-(compile once, run many), ``comparison``, ``drivers`` and ``harness`` (tests and rewards).
+(compile once, run many), ``comparison``, ``drivers`` and ``harness`` (tests and rewards),
+``code_extraction`` (the program in a model's response).
 No HTTP here: ``referee.services`` wires this to the API.
 """
 
 from referee.sandbox.backend import SandboxBackend
 from referee.sandbox.bwrap_backend import BwrapBackend
+from referee.sandbox.code_extraction import extract_code, find_code_blocks
 from referee.sandbox.comparison import CompareMode, Comparison, outputs_match, values_match
 from referee.sandbox.docker_backend import DockerBackend
 from referee.sandbox.errors import LanguageUnavailable, SandboxError, SandboxUnavailable
@@ -67,6 +69,8 @@ __all__ = [
     "UnsafeLocalBackend",
     "available_languages",
     "backend_from_env",
+    "extract_code",
+    "find_code_blocks",
     "get_language",
     "known_languages",
     "outputs_match",

@@ -16,6 +16,7 @@ output_limit, compile_error, sandbox_error, skipped), the pass fraction and
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -233,12 +234,15 @@ def run_tests(
     comparison: Comparison | None = None,
     stop_on_first_failure: bool = False,
     compile_limits: Limits | None = None,
+    deadline_s: float | None = None,
 ) -> CodeResult:
     """Compile ``program`` once and run it against every test, each in a fresh sandbox.
 
     ``backend`` defaults to ``select_backend()`` (bwrap). Function-call and assert tests need
     ``language="python"``. With ``stop_on_first_failure`` the tests after a failure are
-    ``skipped`` (and count as not passed).
+    ``skipped`` (and count as not passed). ``deadline_s`` bounds the whole call (compile and
+    every test, measured from the call): a test that would start after it is ``skipped`` with
+    a message saying so.
     """
     recipe = get_language(language) if isinstance(language, str) else language
     if recipe.name != "python" and any(not isinstance(t, StdioTest) for t in tests):
@@ -248,6 +252,7 @@ def run_tests(
 
         backend = select_backend()
     limits = limits or Limits()
+    give_up_at = None if deadline_s is None else time.monotonic() + deadline_s
     extra: dict[str, str | bytes] = {}
     if any(isinstance(t, FunctionCallTest) for t in tests):
         extra[CALL_DRIVER_NAME] = CALL_DRIVER
@@ -271,6 +276,10 @@ def run_tests(
         for index, test in enumerate(tests):
             if stop_on_first_failure and results and not results[-1].passed:
                 results.append(TestResult(index, TestOutcome.SKIPPED, message="skipped"))
+                continue
+            if give_up_at is not None and time.monotonic() >= give_up_at:
+                message = f"not run: the item's deadline of {deadline_s:g} s had passed"
+                results.append(TestResult(index, TestOutcome.SKIPPED, message=message))
                 continue
             if isinstance(test, StdioTest):
                 results.append(_run_stdio(prepared, index, test, limits, comparison))

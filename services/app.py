@@ -1,12 +1,13 @@
 """The referee HTTP API.
 
 Run it with ``referee serve`` or ``uvicorn --factory referee.services.app:create_app``.
-Everything (math checks and the other verifiers) runs in one process and its check pool: no
-Redis, no GPU, nothing to configure.
+Everything runs in one process: math checks and the other verifiers in its check pool, code in
+the sandbox executor's slots (``sandbox_executor``). No Redis, no GPU, nothing to configure.
 """
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
@@ -17,7 +18,8 @@ from referee.client.errors import PayloadTooLarge
 from referee.services.auth import require_api_key
 from referee.services.errors import install_error_handlers, problem_response
 from referee.services.metrics import Metrics
-from referee.services.routes import health, rewards
+from referee.services.routes import compat, health, rewards, sandbox
+from referee.services.sandbox_executor import SandboxExecutor
 from referee.services.settings import Settings
 from referee.verifiers import CheckPool
 from referee.verifiers.math import verify
@@ -38,11 +40,17 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             memory_mb=settings.math_memory_mb,
         )
         app.state.pool = pool
-        # Start every worker now, so the first batch does not pay for it.
-        await pool.amap(verify, [("1", "1")] * settings.math_workers, timeout_s=60.0)
+        executor = SandboxExecutor(settings)
+        app.state.sandbox = executor
+        # Start every worker now, so the first batch does not pay for it; probe the sandbox.
+        await asyncio.gather(
+            pool.amap(verify, [("1", "1")] * settings.math_workers, timeout_s=60.0),
+            asyncio.to_thread(executor.start),
+        )
         try:
             yield
         finally:
+            executor.close()
             pool.close()
 
     app = FastAPI(
@@ -55,7 +63,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.metrics = Metrics()
     install_error_handlers(app)
     app.include_router(health.router)
+    app.include_router(compat.ping_router)
     app.include_router(rewards.router, dependencies=[Depends(require_api_key)])
+    app.include_router(sandbox.router, dependencies=[Depends(require_api_key)])
+    app.include_router(compat.router, dependencies=[Depends(require_api_key)])
 
     @app.middleware("http")
     async def limits_and_metrics(

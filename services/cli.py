@@ -3,6 +3,11 @@
 referee serve --port 8000                    # the API, everything in one process
 referee verify '\\boxed{0.5}' '\\frac12'      # one check, prints the verdict
 referee rewards batch.jsonl --out scored.jsonl [--server http://127.0.0.1:8000]
+referee run sol.cpp --lang cpp --stdin '1 2'  # one program in the sandbox (or --server URL)
+
+`referee run` prints the program's stdout to stdout, its stderr and then a status line to
+stderr, and exits with 0 (ok), 1 (runtime_error), 3 (compile_error), 4 (time_limit),
+5 (memory_limit), 6 (output_limit) or 7 (sandbox_error or no sandbox).
 """
 
 from __future__ import annotations
@@ -11,6 +16,7 @@ import argparse
 import json
 import os
 import sys
+import time
 from collections.abc import Iterator, Sequence
 from typing import Any, TextIO
 
@@ -151,6 +157,94 @@ def _score_locally(items: Sequence[Any], args: argparse.Namespace, bar: Any) -> 
     return [to_result(i.id, g["type"], o) for i, g, o in zip(items, graders, outcomes, strict=True)]
 
 
+RUN_EXIT_CODES = {
+    "ok": 0,
+    "runtime_error": 1,
+    "compile_error": 3,
+    "time_limit": 4,
+    "memory_limit": 5,
+    "output_limit": 6,
+    "sandbox_error": 7,
+}
+
+
+def _run_locally(
+    code: str, language: str, stdin: str, time_limit: float | None, memory_mb: int | None
+) -> Any:
+    from referee.client.models import ExecutionResult, RunLimits, SandboxRunResponse
+    from referee.services.code_grading import run_result_dict
+    from referee.services.routes.sandbox import run_once
+    from referee.services.sandbox_executor import SandboxExecutor
+    from referee.services.settings import Settings
+
+    executor = SandboxExecutor(Settings(sandbox_slots=1))
+    try:
+        executor.start()
+        backend = executor.require_backend()
+        limits = executor.limits(RunLimits(time_s=time_limit, memory_mb=memory_mb))
+        start = time.perf_counter()
+        compiled, run = run_once(backend, code, language, stdin, limits, executor.compile_limits())
+    finally:
+        executor.close()
+    return SandboxRunResponse(
+        **run_result_dict(run),
+        language=language,
+        compile=ExecutionResult(**run_result_dict(compiled)) if compiled else None,
+        limits=executor.applied(limits),
+        elapsed_ms=(time.perf_counter() - start) * 1000,
+    )
+
+
+def _run(args: argparse.Namespace) -> int:
+    from referee.client.errors import RefereeError
+
+    with open(args.file, encoding="utf-8") as fh:
+        code = fh.read()
+    if args.stdin_file is not None:
+        with open(args.stdin_file, encoding="utf-8", errors="replace") as fh:
+            stdin = fh.read()
+    else:
+        stdin = args.stdin or ""
+    try:
+        if args.server:
+            from referee.client import RefereeClient
+
+            with RefereeClient(args.server, api_key=args.api_key, max_retries=2) as client:
+                result = client.sandbox_run(
+                    code, args.lang, stdin, time_limit_s=args.time_limit, memory_mb=args.memory_mb
+                )
+        else:
+            from referee.client.errors import ServiceUnavailable
+
+            try:
+                result = _run_locally(code, args.lang, stdin, args.time_limit, args.memory_mb)
+            except ServiceUnavailable as exc:
+                raise RefereeError(str(exc)) from exc
+    except RefereeError as exc:
+        print(f"referee: {exc}", file=sys.stderr)
+        return RUN_EXIT_CODES["sandbox_error"]
+    except Exception as exc:  # LanguageUnavailable and friends from the library
+        from referee.sandbox import SandboxError
+
+        if not isinstance(exc, SandboxError):
+            raise
+        print(f"referee: {exc}", file=sys.stderr)
+        return RUN_EXIT_CODES["sandbox_error"]
+    if result.compile is not None and result.compile.status != "ok":
+        sys.stderr.write(result.compile.stderr)
+    sys.stdout.write(result.stdout)
+    sys.stdout.flush()
+    sys.stderr.write(result.stderr)
+    status = f"referee: {result.status}"
+    if result.exit_code is not None:
+        status += f", exit code {result.exit_code}"
+    if result.message:
+        status += f" ({result.message})"
+    truncated = ", stdout truncated" if result.stdout_truncated else ""
+    print(f"{status}, {result.wall_time_s:.3f} s{truncated}", file=sys.stderr)
+    return RUN_EXIT_CODES.get(result.status, RUN_EXIT_CODES["sandbox_error"])
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="referee", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -192,6 +286,18 @@ def build_parser() -> argparse.ArgumentParser:
     rewards.add_argument("--chunk-size", type=int, default=512)
     rewards.add_argument("--quiet", action="store_true", help="no progress bar")
     rewards.set_defaults(func=_rewards)
+
+    run = sub.add_parser("run", help="run one program in the sandbox")
+    run.add_argument("file", help="the program's source file")
+    run.add_argument("--lang", "--language", required=True, help="python, cpp, java, ...")
+    given = run.add_mutually_exclusive_group()
+    given.add_argument("--stdin", help="text fed to the program's stdin")
+    given.add_argument("--stdin-file", help="a file fed to the program's stdin")
+    run.add_argument("--time-limit", type=float, help="wall-clock limit in seconds")
+    run.add_argument("--memory-mb", type=int, help="memory limit in MiB")
+    run.add_argument("--server", help="run on this referee server instead of in-process")
+    run.add_argument("--api-key", default=os.environ.get("REFEREE_API_KEY"))
+    run.set_defaults(func=_run)
     return parser
 
 

@@ -58,7 +58,9 @@ def _summary(errors: list[dict[str, Any]]) -> str:
 
 async def _on_api_error(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, APIError)
-    return problem_response(exc)
+    retry_after = getattr(exc, "retry_after_s", None)
+    headers = {"retry-after": f"{max(1, round(retry_after))}"} if retry_after else None
+    return problem_response(exc, headers)
 
 
 async def _on_validation(request: Request, exc: Exception) -> JSONResponse:

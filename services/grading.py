@@ -2,6 +2,8 @@
 
 :func:`score_item` is what the server's check pool runs in its worker processes, so it takes
 and returns plain, picklable values. It is also the in-process path of ``referee rewards``.
+``code`` graders do not run here: ``referee.services.code_grading`` runs them on the sandbox
+executor first and leaves a ``precomputed`` node (score and details) in their place.
 """
 
 from __future__ import annotations
@@ -37,6 +39,8 @@ def _details(data: dict[str, Any]) -> dict[str, Any]:
 
 def score_item(grader: dict[str, Any], response: str) -> tuple[float, dict[str, Any]]:
     kind = grader["type"]
+    if kind == "precomputed":  # a leaf scored elsewhere (code: on the sandbox executor)
+        return float(grader["score"]), dict(grader["details"])
     if kind == "math":
         verdict = verify(response, grader["reference"], math_config(grader))
         return verdict.score, _details(verdict.to_dict())
@@ -57,11 +61,12 @@ def score_item(grader: dict[str, Any], response: str) -> tuple[float, dict[str, 
         for part in grader["graders"]:
             score, detail = score_item(part["grader"], response)
             parts.append((part["weight"], score))
-            breakdown.append(
-                {"type": part["grader"]["type"], "weight": part["weight"], "score": score, **detail}
-            )
+            kind = part["grader"].get("of", part["grader"]["type"])
+            breakdown.append({"type": kind, "weight": part["weight"], "score": score, **detail})
         total = combine(parts, normalize=grader.get("normalize", True))
         return total, {"outcome": "weighted", "parts": breakdown}
+    if kind == "code":
+        raise ValueError("code graders run on the sandbox executor (resolve_code_leaves)")
     raise ValueError(f"unknown grader type {kind!r}")
 
 

@@ -2,20 +2,30 @@
 
 Every item runs in a pool worker under its own deadline (``math_timeout_s`` per math check it
 contains). A timeout or a worker failure is reported on that item (score 0, ``details.outcome``
-``timeout`` or ``error``, ``details.error``), never by failing the batch.
+``timeout`` or ``error``, ``details.error``), never by failing the batch. Items with ``code``
+graders first run their programs on the sandbox executor (``code_grading``), at the same time
+as the other items run on the pool; a batch with code items on a server without isolation is
+refused as a whole (503), since that is the service's fault, not the items'.
 """
 
 from __future__ import annotations
 
+import asyncio
+import logging
 import statistics
 import time
 from collections.abc import Sequence
 from typing import Any
 
+from referee.client.errors import ServiceUnavailable
 from referee.client.models import GroupStats, RewardItem, RewardResult, RewardsResponse
+from referee.services.code_grading import has_code, resolve_code_leaves
 from referee.services.grading import count_math_leaves, score_item
 from referee.services.metrics import Metrics
+from referee.services.sandbox_executor import SandboxExecutor
 from referee.verifiers import CheckPool, TimedOut, WorkerFailed
+
+log = logging.getLogger("referee.rewards")
 
 __all__ = ["group_stats", "score_batch", "to_result"]
 
@@ -62,21 +72,80 @@ def group_stats(
     return stats
 
 
+async def _on_pool(
+    pool: CheckPool, graders: list[dict[str, Any]], responses: list[str], timeout_s: float
+) -> list[Any]:
+    deadlines = [timeout_s * max(1, count_math_leaves(g)) for g in graders]
+    return await pool.amap(
+        score_item, list(zip(graders, responses, strict=True)), timeout_s=deadlines
+    )
+
+
+async def _with_code(
+    pool: CheckPool,
+    sandbox: SandboxExecutor,
+    graders: list[dict[str, Any]],
+    responses: list[str],
+    timeout_s: float,
+) -> list[Any]:
+    """Code leaves on the sandbox executor, then what is left of each grader on the pool."""
+    resolved = await asyncio.gather(
+        *(resolve_code_leaves(g, r, sandbox) for g, r in zip(graders, responses, strict=True)),
+        return_exceptions=True,
+    )
+    outcomes: list[Any] = [None] * len(graders)
+    rest: list[int] = []
+    for i, res in enumerate(resolved):
+        if isinstance(res, BaseException):
+            log.error("code grading failed", exc_info=res)
+            outcomes[i] = WorkerFailed(f"code grading failed: {type(res).__name__}")
+        elif res["type"] == "precomputed":
+            outcomes[i] = (float(res["score"]), dict(res["details"]))
+        else:
+            rest.append(i)
+    if rest:
+        done = await _on_pool(
+            pool,
+            [resolved[i] for i in rest],  # type: ignore[misc]
+            [responses[i] for i in rest],
+            timeout_s,
+        )
+        for i, out in zip(rest, done, strict=True):
+            outcomes[i] = out
+    return outcomes
+
+
 async def score_batch(
     pool: CheckPool,
     items: Sequence[RewardItem],
     timeout_s: float,
     pass_threshold: float,
     metrics: Metrics | None = None,
+    sandbox: SandboxExecutor | None = None,
 ) -> RewardsResponse:
     start = time.perf_counter()
     graders = [item.grader.model_dump() for item in items]
-    deadlines = [timeout_s * max(1, count_math_leaves(g)) for g in graders]
-    outcomes = await pool.amap(
-        score_item,
-        [(g, item.response) for g, item in zip(graders, items, strict=True)],
-        timeout_s=deadlines,
+    responses = [item.response for item in items]
+    code = [i for i, g in enumerate(graders) if has_code(g)]
+    if code:
+        if sandbox is None:
+            raise ServiceUnavailable("code execution is not enabled on this server")
+        sandbox.require_backend()
+    code_set = set(code)
+    plain = [i for i in range(len(items)) if i not in code_set]
+    plain_out, code_out = await asyncio.gather(
+        _on_pool(pool, [graders[i] for i in plain], [responses[i] for i in plain], timeout_s),
+        _with_code(
+            pool, sandbox, [graders[i] for i in code], [responses[i] for i in code], timeout_s
+        )
+        if code and sandbox is not None
+        else asyncio.sleep(0, result=[]),
     )
+    outcomes: list[Any] = [None] * len(items)
+    for i, out in zip(plain, plain_out, strict=True):
+        outcomes[i] = out
+    for i, out in zip(code, code_out, strict=True):
+        outcomes[i] = out
     results = [
         to_result(item.id, g["type"], out)
         for item, g, out in zip(items, graders, outcomes, strict=True)

@@ -6,7 +6,7 @@ REFEREE_MATH_WORKERS=4 REFEREE_API_KEYS=key1,key2 referee serve --port 8000
 from __future__ import annotations
 
 import os
-from typing import Annotated
+from typing import Annotated, Literal
 
 from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
@@ -32,6 +32,32 @@ class Settings(BaseSettings):
         default_factory=list, description="Accepted API keys (comma-separated); empty: no auth."
     )
     broker_url: str | None = Field(None, description="Celery broker; none: jobs run in-process.")
+
+    sandbox_backend: Literal["bwrap", "docker", "unsafe_local"] | None = Field(
+        None,
+        description="Isolation of code runs. Unset: bubblewrap, or unsafe_local when bubblewrap "
+        "is unavailable and sandbox_allow_unsafe_local is true. A backend set here never falls "
+        "back to another.",
+    )
+    sandbox_allow_unsafe_local: bool = Field(
+        False, description="Allow running untrusted code WITHOUT isolation (trusted code only)."
+    )
+    sandbox_docker_image: str | None = Field(None, description="Image of the docker backend.")
+    sandbox_slots: int = Field(
+        default_factory=lambda: max(1, os.cpu_count() or 1),
+        ge=1,
+        le=1024,
+        description="Programs run at once. A /v1/sandbox/run or /run_code call that finds every "
+        "slot taken is answered 429; reward items wait for a slot.",
+    )
+    sandbox_time_s: float = Field(5.0, gt=0, description="Default wall-clock limit of a run.")
+    sandbox_max_time_s: float = Field(60.0, gt=0, description="Largest run limit a caller gets.")
+    sandbox_memory_mb: int = Field(512, ge=16, description="Default memory limit of a run.")
+    sandbox_max_memory_mb: int = Field(4096, ge=16, description="Largest memory limit allowed.")
+    sandbox_compile_time_s: float = Field(30.0, gt=0, description="Limit of a compile step.")
+    sandbox_output_bytes: int = Field(
+        8 * 1024 * 1024, ge=1024, description="stdout kept of a run (more: output_limit)."
+    )
 
     @field_validator("api_keys", mode="before")
     @classmethod

@@ -26,11 +26,18 @@ async def readyz(request: Request) -> JSONResponse:
         ok = getattr(verdict, "score", 0.0) == 1.0
     except RuntimeError:
         ok = False
+    sandbox = request.app.state.sandbox
     body = {
         "status": "ready" if ok else "not ready",
-        "components": {"math": "ok" if ok else "unavailable"},
+        "components": {
+            "math": "ok" if ok else "unavailable",
+            # Code execution is optional: without isolation the server still serves the rest.
+            "sandbox": sandbox.backend.name if sandbox.backend is not None else "unavailable",
+        },
         "math_workers": pool.workers,
         "pending_checks": pool.pending,
+        "sandbox_slots": sandbox.slots,
+        "sandbox_in_flight": sandbox.in_flight,
     }
     return JSONResponse(body, status_code=200 if ok else 503)
 

@@ -48,6 +48,7 @@ async def rewards(body: RewardsRequest, request: Request) -> RewardsResponse:
         settings.math_timeout_s,
         body.pass_threshold,
         request.app.state.metrics,
+        request.app.state.sandbox,
     )
 
 

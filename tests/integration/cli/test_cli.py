@@ -80,3 +80,42 @@ def test_rewards_through_the_server(server: Server, tmp_path: Path) -> None:
 def test_missing_file() -> None:
     done = referee("rewards", "/nonexistent/file.jsonl")
     assert done.returncode == 2 and "No such file" in done.stderr
+
+
+def test_run_prints_output_and_mirrors_the_status(tmp_path: Path) -> None:
+    prog = tmp_path / "rev.py"
+    prog.write_text(
+        "import sys\ns = sys.stdin.read()\nprint(s[::-1])\nprint('note', file=sys.stderr)"
+    )
+    done = referee("run", str(prog), "--lang", "python", "--stdin", "abc")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "cba\n"
+    assert "note" in done.stderr and "referee: ok" in done.stderr
+
+    data = tmp_path / "in.txt"
+    data.write_text("xyz")
+    done = referee("run", str(prog), "--lang", "py", "--stdin-file", str(data))
+    assert done.stdout == "zyx\n"
+
+    crash = tmp_path / "crash.py"
+    crash.write_text("raise SystemExit(9)")
+    assert referee("run", str(crash), "--lang", "python").returncode == 1
+
+    loop = tmp_path / "loop.py"
+    loop.write_text("while True: pass")
+    done = referee("run", str(loop), "--lang", "python", "--time-limit", "0.5")
+    assert done.returncode == 4 and "time_limit" in done.stderr
+
+    bad = tmp_path / "bad.cpp"
+    bad.write_text("int main( {")
+    done = referee("run", str(bad), "--lang", "cpp")
+    assert done.returncode == 3 and "compile_error" in done.stderr and "error" in done.stderr
+
+
+def test_run_through_a_server(server: Server, tmp_path: Path) -> None:
+    prog = tmp_path / "big.py"
+    prog.write_text("x = bytearray(1 << 30)")
+    done = referee(
+        "run", str(prog), "--lang", "python", "--memory-mb", "64", "--server", server.url
+    )
+    assert done.returncode == 5 and "memory_limit" in done.stderr

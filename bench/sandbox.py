@@ -1,0 +1,245 @@
+"""Sandbox benchmark: the cost of isolation, side by side in one run.
+
+    .venv/bin/python -m bench.sandbox            # full run (about a minute on 2 cores)
+    .venv/bin/python -m bench.sandbox --quick    # small run
+
+Two workloads, each run by 2 concurrent workers (threads):
+
+* ``python``: a trivial program (``print(input())``), one run per job;
+* ``cpp10``: a C++ program compiled once and run against 10 stdin/stdout tests per job.
+
+Three ways to run them:
+
+(a) ``bare``: a plain subprocess with the same rlimits (``resource_limits.rlimits_for``), no
+    isolation at all: the floor. C++ is compiled once per job with the same g++ command line.
+(b) ``library``: referee's bubblewrap backend through ``referee.sandbox.run_tests`` (namespaces,
+    seccomp, a cgroup per run, a fresh tmpfs, compile once per job).
+(c) ``http``: a real ``referee`` server (uvicorn, 2 sandbox slots): ``POST /v1/sandbox/run`` for
+    the Python program, ``POST /v1/rewards`` with one ``code`` item of 10 tests for C++.
+
+Reported per workload and mode: job latency p50/p95 (ms), jobs/s and program runs/s (a C++ job
+is 10 runs plus one compile), and each mode's p50 as a ratio of the bare p50. Out of scope here:
+the docker backend and SandboxFusion (not measured). Writes OUT/sandbox.md (OUT: bench/out/).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import httpx
+
+from referee.sandbox import BwrapBackend, Limits, StdioTest, get_language, run_tests
+from referee.sandbox.resource_limits import preexec_rlimits, rlimits_for
+
+WORKERS = 2
+LIMITS = Limits(wall_time_s=10.0, memory_mb=256)
+PY_SOURCE = "print(input())\n"
+CPP_SOURCE = (
+    "#include <iostream>\nint main(){ long a, b; std::cin >> a >> b;"
+    " std::cout << a + b << std::endl; return 0; }\n"
+)
+CPP_TESTS = [(f"{i} {i * 7}\n", f"{i * 8}\n") for i in range(10)]
+
+Job = Callable[[], bool]
+
+
+# -- (a) bare subprocesses ---------------------------------------------------------------------
+def _bare_run(argv: list[str], stdin: str, cwd: str, address_space: bool) -> str:
+    done = subprocess.run(
+        argv,
+        input=stdin.encode(),
+        capture_output=True,
+        cwd=cwd,
+        timeout=LIMITS.wall_time_s,
+        preexec_fn=preexec_rlimits(rlimits_for(LIMITS, address_space=address_space)),
+        env={"PATH": "/usr/bin:/bin", "PYTHONIOENCODING": "utf-8"},
+        check=False,
+    )
+    return done.stdout.decode()
+
+
+def bare_python() -> bool:
+    python = get_language("python").run_argv("main.py", LIMITS)[0]
+    with tempfile.TemporaryDirectory(prefix="bench-bare-") as tmp:
+        Path(tmp, "main.py").write_text(PY_SOURCE)
+        out = _bare_run([python, "-I", "-B", "main.py"], "hi\n", tmp, True)
+    return out == "hi\n"
+
+
+def bare_cpp() -> bool:
+    with tempfile.TemporaryDirectory(prefix="bench-bare-") as tmp:
+        Path(tmp, "main.cpp").write_text(CPP_SOURCE)
+        compiler = ["/usr/bin/g++", "-O2", "-std=gnu++17", "-pipe", "-o", "main", "main.cpp"]
+        subprocess.run(compiler, cwd=tmp, check=True, timeout=60)
+        return all(_bare_run(["./main"], stdin, tmp, True) == want for stdin, want in CPP_TESTS)
+
+
+# -- (b) the library ---------------------------------------------------------------------------
+def library_jobs(backend: BwrapBackend) -> tuple[Job, Job]:
+    def python() -> bool:
+        result = run_tests(
+            PY_SOURCE, "python", [StdioTest("hi\n", "hi\n")], LIMITS, backend=backend
+        )
+        return result.all_passed
+
+    def cpp() -> bool:
+        tests = [StdioTest(i, o) for i, o in CPP_TESTS]
+        return run_tests(CPP_SOURCE, "cpp", tests, LIMITS, backend=backend).all_passed
+
+    return python, cpp
+
+
+# -- (c) HTTP --------------------------------------------------------------------------------
+def start_server(tmp: Path) -> tuple[str, subprocess.Popen[bytes]]:
+    # --host/--port, not --fd: uvicorn opens an inherited fd as AF_UNIX, so its connections
+    # miss TCP_NODELAY and every response waits ~40 ms for a delayed ACK.
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    env = {**os.environ, "REFEREE_SANDBOX_SLOTS": str(WORKERS), "REFEREE_MATH_WORKERS": "1"}
+    log = open(tmp / "server.log", "wb")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "uvicorn", "--factory", "referee.services.app:create_app",
+         "--host", "127.0.0.1", "--port", str(port), "--log-level", "warning"],
+        stdout=log, stderr=subprocess.STDOUT, env=env,
+    )  # fmt: skip
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        try:
+            if httpx.get(url + "/readyz", timeout=2).status_code == 200:
+                return url, proc
+        except httpx.HTTPError:
+            time.sleep(0.1)
+    proc.kill()
+    raise RuntimeError("the server did not start")
+
+
+def http_jobs(url: str) -> tuple[Job, Job]:
+    local = threading.local()
+
+    def client() -> httpx.Client:
+        if not hasattr(local, "client"):
+            local.client = httpx.Client(base_url=url, timeout=60)
+        c: httpx.Client = local.client
+        return c
+
+    def python() -> bool:
+        body = {"code": PY_SOURCE, "language": "python", "stdin": "hi\n", "limits": {"time_s": 10}}
+        out = client().post("/v1/sandbox/run", json=body).json()
+        return bool(out["status"] == "ok" and out["stdout"] == "hi\n")
+
+    def cpp() -> bool:
+        grader = {
+            "type": "code",
+            "language": "cpp",
+            "extract": "none",
+            "tests": [{"stdin": i, "stdout": o} for i, o in CPP_TESTS],
+            "limits": {"time_s": 10, "memory_mb": 256},
+        }
+        item = {"id": "0", "response": CPP_SOURCE, "grader": grader}
+        out = client().post("/v1/rewards", json={"items": [item]}).json()
+        return bool(out["rewards"][0]["score"] == 1.0)
+
+    return python, cpp
+
+
+# -- measuring -------------------------------------------------------------------------------
+def measure(job: Job, n: int) -> tuple[list[float], float]:
+    """Run ``job`` ``n`` times on WORKERS threads: (latencies in ms, wall seconds)."""
+    job()  # warm-up
+    latencies: list[float] = []
+    lock = threading.Lock()
+
+    def one(_: int) -> None:
+        start = time.perf_counter()
+        ok = job()
+        took = (time.perf_counter() - start) * 1000
+        if not ok:
+            raise RuntimeError("a benchmark job gave a wrong result")
+        with lock:
+            latencies.append(took)
+
+    start = time.perf_counter()
+    with ThreadPoolExecutor(WORKERS) as pool:
+        list(pool.map(one, range(n)))
+    return latencies, time.perf_counter() - start
+
+
+def pct(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--out", default=str(Path(__file__).parent / "out"))
+    args = parser.parse_args(argv)
+    n_py, n_cpp = (40, 6) if args.quick else (200, 30)
+    backend = BwrapBackend.create()
+    tmp = Path(tempfile.mkdtemp(prefix="bench-sandbox-"))
+    url, proc = start_server(tmp)
+    rows: list[tuple[str, str, float, float, float, float]] = []
+    try:
+        lib_py, lib_cpp = library_jobs(backend)
+        http_py, http_cpp = http_jobs(url)
+        plan: list[tuple[str, str, Job, int, int]] = [
+            ("python", "bare", bare_python, n_py, 1),
+            ("python", "library (bwrap)", lib_py, n_py, 1),
+            ("python", "http /v1/sandbox/run", http_py, n_py, 1),
+            ("cpp10", "bare", bare_cpp, n_cpp, 10),
+            ("cpp10", "library (bwrap)", lib_cpp, n_cpp, 10),
+            ("cpp10", "http /v1/rewards", http_cpp, n_cpp, 10),
+        ]
+        for workload, mode, job, n, runs in plan:
+            latencies, wall = measure(job, n)
+            p50, p95 = pct(latencies, 0.5), pct(latencies, 0.95)
+            rows.append((workload, mode, p50, p95, n / wall, n * runs / wall))
+            print(f"{workload:7} {mode:22} p50 {p50:8.1f} ms  p95 {p95:8.1f} ms", flush=True)
+    finally:
+        proc.terminate()
+        proc.wait(timeout=15)
+        shutil.rmtree(tmp, ignore_errors=True)
+    floor = {w: p50 for w, m, p50, *_ in rows if m == "bare"}
+    lines = [
+        "# Sandbox benchmark",
+        "",
+        f"{WORKERS} concurrent workers; {os.cpu_count()} CPUs; bwrap backend with cgroups="
+        f"{'yes' if backend.cgroups is not None else 'no'}; python: {n_py} jobs, cpp10: {n_cpp}"
+        " jobs (each: 1 compile + 10 test runs).",
+        "",
+        "| workload | mode | p50 ms | p95 ms | jobs/s | runs/s | p50 / bare |",
+        "|---|---|---:|---:|---:|---:|---:|",
+    ]
+    for workload, mode, p50, p95, jobs_s, runs_s in rows:
+        ratio = p50 / floor[workload]
+        lines.append(
+            f"| {workload} | {mode} | {p50:.1f} | {p95:.1f} | {jobs_s:.1f} | {runs_s:.1f} "
+            f"| {ratio:.2f}x |"
+        )
+    lines += [
+        "",
+        "Not measured here: the docker backend and SandboxFusion (out of scope of this run).",
+    ]
+    text = "\n".join(lines) + "\n"
+    print("\n" + text)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "sandbox.md").write_text(text)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,218 @@
+"""Wire schema of code execution: the ``code`` grader, ``/v1/sandbox/*`` and SandboxFusion's
+``/run_code``. Re-exported by :mod:`referee.client.models` (import them from there).
+
+A code grader's tests are told apart by their fields: ``fn_name`` makes a function-call test,
+``test_code`` an assert test, anything else a stdin/stdout test (``{"stdin", "stdout"}``, as in
+the design's example). Limits a caller asks for are capped by the server's
+``REFEREE_SANDBOX_MAX_*`` settings; the limits applied are echoed in the answer.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag
+
+__all__ = [
+    "AssertTestSpec",
+    "CodeGrader",
+    "CodeTest",
+    "CompareModeName",
+    "ExecutionResult",
+    "FunctionCallTestSpec",
+    "LanguageInfo",
+    "RunCodeRequest",
+    "RunCodeResponse",
+    "RunCodeResult",
+    "RunLimits",
+    "RunStatusName",
+    "SandboxLanguages",
+    "SandboxRunRequest",
+    "SandboxRunResponse",
+    "StdioTestSpec",
+]
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+CompareModeName = Literal["exact", "trailing_whitespace", "tokens", "float"]
+RunStatusName = Literal[
+    "ok",
+    "runtime_error",
+    "compile_error",
+    "time_limit",
+    "memory_limit",
+    "output_limit",
+    "sandbox_error",
+]
+_SOURCE_MAX = 1_000_000
+_IO_MAX = 16_000_000
+
+
+class RunLimits(_Model):
+    """Limits of one run; unset fields take the server's defaults, and the server's maxima cap
+    what is asked."""
+
+    time_s: float | None = Field(None, gt=0, le=3600, description="Wall-clock limit of one run.")
+    memory_mb: int | None = Field(None, ge=16, le=65536, description="Memory limit of one run.")
+
+
+class StdioTestSpec(_Model):
+    """Feed ``stdin``, compare stdout with ``stdout``."""
+
+    stdin: str = Field("", max_length=_IO_MAX)
+    stdout: str = Field(..., max_length=_IO_MAX, description="The expected output.")
+    comparison: CompareModeName | None = Field(
+        None, description="Overrides the grader's comparison for this test."
+    )
+    abs_tol: float | None = Field(None, ge=0)
+    rel_tol: float | None = Field(None, ge=0)
+
+
+class FunctionCallTestSpec(_Model):
+    """Call ``fn_name`` (a top-level function or a ``Solution`` method) with JSON ``args``; the
+    returned value is compared with ``expected`` outside the sandbox. Python only."""
+
+    fn_name: str = Field(..., min_length=1, max_length=256, pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")
+    args: list[Any] | dict[str, Any] = Field(default_factory=list)
+    expected: Any = None
+    abs_tol: float | None = Field(None, ge=0)
+    rel_tol: float | None = Field(None, ge=0)
+
+
+class AssertTestSpec(_Model):
+    """Run ``test_code`` after the program (HumanEval style); passes when nothing raises. With
+    ``entry_point``, ``check(<entry_point>)`` is called too. Python only."""
+
+    test_code: str = Field(..., min_length=1, max_length=_IO_MAX)
+    entry_point: str | None = Field(None, max_length=256, pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+def _test_kind(value: Any) -> str:
+    if isinstance(value, dict):
+        if "fn_name" in value:
+            return "call"
+        if "test_code" in value:
+            return "assert"
+        return "stdio"
+    if isinstance(value, FunctionCallTestSpec):
+        return "call"
+    if isinstance(value, AssertTestSpec):
+        return "assert"
+    return "stdio"
+
+
+CodeTest = Annotated[
+    Annotated[StdioTestSpec, Tag("stdio")]
+    | Annotated[FunctionCallTestSpec, Tag("call")]
+    | Annotated[AssertTestSpec, Tag("assert")],
+    Discriminator(_test_kind),
+]
+
+
+class CodeGrader(_Model):
+    """Run the program found in the response against tests in the sandbox.
+
+    Score: the fraction of tests passed (`fraction`) or 1 only when all pass
+    (`all_or_nothing`). Per-test outcomes are in `details.tests`; expected values never enter
+    the sandbox.
+    """
+
+    type: Literal["code"] = "code"
+    language: str = Field(..., min_length=1, max_length=32, examples=["python", "cpp"])
+    tests: list[CodeTest] = Field(..., min_length=1, max_length=1000)
+    reward: Literal["fraction", "all_or_nothing"] = "fraction"
+    stop_at_first_failure: bool = Field(
+        False, description="Skip the tests after the first failure (they count as failed)."
+    )
+    extract: Literal["last", "first", "none"] = Field(
+        "last",
+        description="Which fenced code block of the response is the program (blocks tagged "
+        "with the grader's language first); `none`: the whole response is the program.",
+    )
+    comparison: CompareModeName = Field(
+        "trailing_whitespace", description="How stdout is compared with the expected output."
+    )
+    abs_tol: float = Field(1e-6, ge=0, description="Absolute tolerance of `float` comparison.")
+    rel_tol: float = Field(1e-6, ge=0, description="Relative tolerance of `float` comparison.")
+    limits: RunLimits | None = Field(None, description="Limits of each test run.")
+
+
+class SandboxRunRequest(_Model):
+    code: str = Field(..., max_length=_SOURCE_MAX, examples=["print(input()[::-1])"])
+    language: str = Field(..., min_length=1, max_length=32, examples=["python"])
+    stdin: str = Field("", max_length=_IO_MAX)
+    limits: RunLimits | None = None
+
+
+class ExecutionResult(_Model):
+    """One process: a compile step or the program's run."""
+
+    status: RunStatusName
+    exit_code: int | None = None
+    signal: int | None = None
+    stdout: str = ""
+    stderr: str = ""
+    stdout_truncated: bool = False
+    stderr_truncated: bool = False
+    wall_time_s: float = 0.0
+    cpu_time_s: float | None = None
+    message: str = ""
+
+
+class SandboxRunResponse(ExecutionResult):
+    """The run's result (``status`` is ``compile_error`` when the program did not build, and
+    ``compile`` then holds the compiler's output)."""
+
+    language: str
+    compile: ExecutionResult | None = None
+    limits: RunLimits = Field(..., description="The limits applied (after the server's caps).")
+    elapsed_ms: float
+
+
+class LanguageInfo(_Model):
+    name: str
+    compiled: bool
+
+
+class SandboxLanguages(_Model):
+    backend: str | None = Field(None, description="The isolation backend; null if unavailable.")
+    available: bool
+    reason: str | None = Field(None, description="Why code execution is unavailable, if it is.")
+    languages: list[LanguageInfo]
+    slots: int = Field(..., description="How many programs run at once.")
+
+
+class RunCodeRequest(BaseModel):
+    """SandboxFusion's ``/run_code`` body. Unknown fields are ignored (not rejected) so every
+    version of a SandboxFusion client is accepted."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    code: str = Field(..., max_length=_SOURCE_MAX)
+    language: str = Field("python", max_length=32)
+    stdin: str | None = Field(None, max_length=_IO_MAX)
+    compile_timeout: float = Field(10.0, gt=0)
+    run_timeout: float = Field(10.0, gt=0)
+    memory_limit_MB: int = Field(-1, description="-1: the server's default.")
+    files: dict[str, str | None] = Field(default_factory=dict)
+    fetch_files: list[str] = Field(default_factory=list)
+
+
+class RunCodeResult(BaseModel):
+    status: Literal["Finished", "Error", "TimeLimitExceeded"]
+    execution_time: float | None = None
+    return_code: int | None = None
+    stdout: str | None = None
+    stderr: str | None = None
+
+
+class RunCodeResponse(BaseModel):
+    status: Literal["Success", "Failed", "SandboxError"]
+    message: str = ""
+    compile_result: RunCodeResult | None = None
+    run_result: RunCodeResult | None = None
+    executor_pod_name: str | None = None
+    files: dict[str, str] = Field(default_factory=dict)

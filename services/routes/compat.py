@@ -1,0 +1,96 @@
+"""SandboxFusion compatibility: ``POST /run_code`` and ``GET /v1/ping``, so veRL's
+``sandbox_fusion`` reward (and other SandboxFusion clients) work against referee unchanged.
+
+``status`` is ``Success`` when the program built and exited 0, ``Failed`` when it did not
+(compile error, non-zero exit, time or memory limit), ``SandboxError`` when the sandbox itself
+failed or the language is not available. Each result is ``{status: Finished | Error |
+TimeLimitExceeded, execution_time, return_code, stdout, stderr}``; a run killed by a signal has
+``return_code`` -signal, as Python's ``subprocess`` reports it. Limits: ``run_timeout`` and
+``compile_timeout`` (seconds) and ``memory_limit_MB`` (-1: the server default), capped by the
+server's maxima. A full server answers 429 (a problem document) at once; veRL's client retries
+only 504, so it reports such a case as an API error rather than waiting.
+"""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Request
+
+from referee.client.models import RunCodeRequest, RunCodeResponse, RunCodeResult, RunLimits
+from referee.sandbox import LanguageUnavailable, RunResult, RunStatus, get_language
+from referee.services.routes.sandbox import run_once
+from referee.services.sandbox_executor import SandboxExecutor
+
+__all__ = ["ping_router", "router", "to_run_code_result"]
+
+router = APIRouter(tags=["compat"])
+ping_router = APIRouter(tags=["compat"])
+
+# SandboxFusion's language names that differ from referee's (the rest are aliases it knows).
+_LANGUAGES = {"nodejs": "javascript"}
+
+
+def to_run_code_result(run: RunResult) -> RunCodeResult:
+    if run.status is RunStatus.TIME_LIMIT:
+        status = "TimeLimitExceeded"
+    elif run.status is RunStatus.SANDBOX_ERROR:
+        status = "Error"
+    else:
+        status = "Finished"
+    code = (
+        run.exit_code
+        if run.exit_code is not None
+        else (-run.signal if run.signal is not None else None)
+    )
+    stderr = run.stderr
+    if run.status in (RunStatus.OUTPUT_LIMIT, RunStatus.MEMORY_LIMIT) and run.message:
+        stderr = f"{stderr}\n[referee] {run.message}" if stderr else f"[referee] {run.message}"
+    return RunCodeResult(
+        status=status,
+        execution_time=run.wall_time_s,
+        return_code=code,
+        stdout=run.stdout,
+        stderr=stderr,
+    )
+
+
+@router.post("/run_code", response_model=RunCodeResponse, summary="SandboxFusion: run code")
+async def run_code(body: RunCodeRequest, request: Request) -> RunCodeResponse:
+    executor: SandboxExecutor = request.app.state.sandbox
+    backend = executor.require_backend()
+    name = _LANGUAGES.get(body.language, body.language)
+    try:
+        language = get_language(name).name
+    except LanguageUnavailable as exc:
+        return RunCodeResponse(status="SandboxError", message=str(exc))
+    if any(body.files.values()):
+        return RunCodeResponse(status="SandboxError", message="`files` are not supported")
+    memory = body.memory_limit_MB if body.memory_limit_MB > 0 else None
+    limits = executor.limits(RunLimits(time_s=body.run_timeout, memory_mb=memory))
+    compiled, run = await executor.run_now(
+        run_once,
+        backend,
+        body.code,
+        language,
+        body.stdin or "",
+        limits,
+        executor.compile_limits(body.compile_timeout),
+    )
+    compile_result = to_run_code_result(compiled) if compiled is not None else None
+    if compiled is not None and not compiled.ok:
+        top = "SandboxError" if compiled.status is RunStatus.SANDBOX_ERROR else "Failed"
+        return RunCodeResponse(status=top, message=compiled.message, compile_result=compile_result)
+    if run.status is RunStatus.SANDBOX_ERROR:
+        top = "SandboxError"
+    else:
+        top = "Success" if run.ok else "Failed"
+    return RunCodeResponse(
+        status=top,
+        message=run.message,
+        compile_result=compile_result,
+        run_result=to_run_code_result(run),
+    )
+
+
+@ping_router.get("/v1/ping", summary="SandboxFusion: liveness")
+async def ping() -> str:
+    return "pong"
