@@ -32,6 +32,7 @@ from functools import lru_cache
 from typing import Final
 
 from referee.verifiers.result import CheckResult
+from referee.verifiers.text_scan import closing_brace
 
 __all__ = ["FORMAT_PATTERNS", "REGEX_MAX_CHARS", "REGEX_PREFIX", "check_format"]
 
@@ -112,25 +113,6 @@ def _check_think(text: str) -> str | None:
     return None
 
 
-def _close_of(text: str, start: int) -> int | None:
-    """Index of the ``}`` closing the group that opens at ``text[start] == '{'``."""
-    depth = 0
-    i = start
-    while i < len(text):
-        ch = text[i]
-        if ch == "\\":
-            i += 2
-            continue
-        if ch == "{":
-            depth += 1
-        elif ch == "}":
-            depth -= 1
-            if depth == 0:
-                return i
-        i += 1
-    return None
-
-
 def _check_boxed(text: str) -> str | None:
     reason = "no \\boxed{...}"
     pos = 0
@@ -141,7 +123,7 @@ def _check_boxed(text: str) -> str | None:
         if j >= len(text) or text[j] != "{":
             pos = m.end()
             continue
-        close = _close_of(text, j)
+        close = closing_brace(text, j)
         if close is None:
             return "unclosed \\boxed{"  # any later box lies inside this one
         if text[j + 1 : close].strip():

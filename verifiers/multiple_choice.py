@@ -33,12 +33,12 @@ from dataclasses import dataclass, field
 from typing import Final
 
 from referee.verifiers.result import CheckResult
+from referee.verifiers.text_scan import find_boxed, last_tag_content
 
 __all__ = ["ChoiceExtraction", "extract_choice", "verify_multiple_choice"]
 
 _THINK_END: Final = "</think>"
 _MAX_SKIP: Final = 64  # how far a letter may stand from the phrase that announces it
-_MAX_BOXES: Final = 64
 _MAX_LINE: Final = 200
 
 _ANSWER_PHRASE = re.compile(
@@ -52,7 +52,6 @@ _ANSWER_PHRASE = re.compile(
 _IS_CORRECT = re.compile(
     r"\b(?:is|are)\s+(?:the\s+)?(?:(?:correct|right|best)\b|answer\b)", re.IGNORECASE
 )
-_BOX = re.compile(r"\\(?:boxed|fbox)(?![A-Za-z])")
 
 _OPEN_CHARS: Final = frozenset(" \t\r\n({[*_$\"'`“‘:#>")
 _CLOSE_CHARS: Final = frozenset(")}]*_$\"'`”’")
@@ -239,66 +238,13 @@ def _content_letters(content: str, choices: str) -> list[str] | None:
     return None
 
 
-def _balanced(text: str, start: int) -> int | None:
-    """Index of the ``}`` closing the group that opens at ``text[start] == '{'``."""
-    depth = 0
-    i = start
-    while i < len(text):
-        ch = text[i]
-        if ch == "\\":
-            i += 2
-            continue
-        if ch == "{":
-            depth += 1
-        elif ch == "}":
-            depth -= 1
-            if depth == 0:
-                return i
-        i += 1
-    return None
-
-
-def _boxes(text: str) -> list[str]:
-    found: list[str] = []
-    pos = 0
-    while len(found) < _MAX_BOXES:
-        m = _BOX.search(text, pos)
-        if m is None:
-            break
-        j = m.end()
-        while j < len(text) and j - m.end() < _MAX_SKIP and text[j] in " \t":
-            j += 1
-        if j < len(text) and text[j] == "{":
-            close = _balanced(text, j)
-            if close is None:
-                break
-            found.append(text[j + 1 : close])
-            pos = close + 1
-        else:
-            k = j
-            while k < len(text) and k - j < 24 and not text[k].isspace() and text[k] != "$":
-                k += 1
-            found.append(text[j:k])
-            pos = max(k, j + 1)
-    return found
-
-
 def _from_boxes(text: str, choices: str) -> list[str] | None:
     letters: list[str] = []
-    for content in _boxes(text):
+    for content in find_boxed(text):
         got = _content_letters(content, choices)
         if got:
             letters.extend(got)
     return letters or None
-
-
-def _last_answer_tag(text: str) -> str | None:
-    lower = text.lower()
-    end = lower.rfind("</answer>")
-    if end < 0:
-        return None
-    start = lower.rfind("<answer>", 0, end)
-    return text[start + len("<answer>") : end] if start >= 0 else None
 
 
 def _from_last_line(text: str, choices: str) -> list[str] | None:
@@ -355,7 +301,7 @@ def _extract_segment(text: str, choices: str) -> ChoiceExtraction | None:
     found = _from_boxes(text, choices)
     if found:
         return _extraction(found, "boxed")
-    tag = _last_answer_tag(text)
+    tag = last_tag_content(text, "answer")
     if tag is not None:
         found = _content_letters(tag, choices) or _from_phrases(tag, choices)
         found = found or _from_is_correct(tag, choices)

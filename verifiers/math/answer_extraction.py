@@ -10,10 +10,10 @@ import re
 from dataclasses import dataclass, field
 
 from referee.verifiers.math.config import MathConfig
+from referee.verifiers.text_scan import find_boxed, last_tag_content
 
 __all__ = ["Extraction", "extract_answer", "find_boxed"]
 
-_BOXED = re.compile(r"\\(?:boxed|fbox)\b")
 _THINK_END = "</think>"
 _FINAL_PHRASE = re.compile(
     r"(?:final\s+answer|the\s+answer|answer)\s*(?:is|=|:)\s*:?\s*",
@@ -31,60 +31,6 @@ class Extraction:
     source: str | None  # boxed, answer_tag, final_answer, gsm8k, last_number, whole
     candidates: tuple[str, ...] = field(default=())
     """Every distinct final answer found (more than one means the response may be hedging)."""
-
-
-def _balanced(text: str, start: int) -> tuple[str, int] | None:
-    """The content of the brace group opening at ``text[start] == '{'`` and the index after it."""
-    depth = 0
-    for i in range(start, len(text)):
-        ch = text[i]
-        if ch == "\\":
-            continue
-        if ch == "{" and (i == 0 or text[i - 1] != "\\"):
-            depth += 1
-        elif ch == "}" and (i == 0 or text[i - 1] != "\\"):
-            depth -= 1
-            if depth == 0:
-                return text[start + 1 : i], i + 1
-    return None
-
-
-def find_boxed(text: str) -> list[str]:
-    r"""Contents of every ``\boxed{...}`` / ``\fbox{...}`` (nested braces allowed), in order.
-
-    ``\boxed 5`` (no braces) takes the next token. An unclosed box is ignored.
-    """
-    found: list[str] = []
-    pos = 0
-    while len(found) < 64:
-        m = _BOXED.search(text, pos)
-        if m is None:
-            break
-        j = m.end()
-        while j < len(text) and text[j] == " ":
-            j += 1
-        if j < len(text) and text[j] == "{":
-            group = _balanced(text, j)
-            if group is None:
-                break
-            found.append(group[0])
-            pos = group[1]
-        else:
-            tok = re.match(r"[^\s$]+", text[j:])
-            if tok:
-                found.append(tok.group(0))
-            pos = j + (tok.end() if tok else 0) + 1
-    return found
-
-
-def _last_answer_tag(text: str) -> str | None:
-    """Content of the last ``<answer>...</answer>`` (found from the end: linear, no regex)."""
-    lower = text.lower()
-    end = lower.rfind("</answer>")
-    if end < 0:
-        return None
-    start = lower.rfind("<answer>", 0, end)
-    return text[start + len("<answer>") : end] if start >= 0 else None
 
 
 def _unescaped(text: str, char: str, start: int) -> int:
@@ -193,7 +139,7 @@ def _extract_segment(text: str, cfg: MathConfig) -> Extraction:
         if mode == "boxed":
             return Extraction(None, None)
     if mode in ("auto", "answer_tag"):
-        inner = _last_answer_tag(text)
+        inner = last_tag_content(text, "answer")
         if inner is not None:
             phrase = _phrase_answer(inner)
             return _result([phrase if phrase else inner], "answer_tag")
