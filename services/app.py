@@ -66,7 +66,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(compat.ping_router)
     app.include_router(rewards.router, dependencies=[Depends(require_api_key)])
     app.include_router(sandbox.router, dependencies=[Depends(require_api_key)])
-    app.include_router(compat.router, dependencies=[Depends(require_api_key)])
+    # veRL's SandboxFusion client sends no key: the operator may leave /run_code open.
+    compat_deps = [] if settings.compat_without_api_key else [Depends(require_api_key)]
+    app.include_router(compat.router, dependencies=compat_deps)
 
     @app.middleware("http")
     async def limits_and_metrics(

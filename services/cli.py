@@ -20,6 +20,8 @@ import time
 from collections.abc import Iterator, Sequence
 from typing import Any, TextIO
 
+from referee.client.errors import RefereeError
+
 __all__ = ["main"]
 
 
@@ -140,21 +142,37 @@ def _rewards(args: argparse.Namespace) -> int:
 
 
 def _score_locally(items: Sequence[Any], args: argparse.Namespace, bar: Any) -> list[Any]:
-    from referee.services.grading import count_math_leaves, score_item
-    from referee.services.reward_batch import to_result
+    """The server's own batch path (check pool, and sandbox slots for code items), in-process."""
+    import asyncio
+
+    from referee.services.code_grading import has_code
+    from referee.services.reward_batch import score_batch
+    from referee.services.sandbox_executor import SandboxExecutor
+    from referee.services.settings import Settings
     from referee.verifiers import CheckPool
 
-    graders = [item.grader.model_dump() for item in items]
-    with CheckPool(workers=args.workers, timeout_s=args.timeout) as pool:
-        futures = pool.map(
-            score_item,
-            [(g, i.response) for g, i in zip(graders, items, strict=True)],
-            timeout_s=[args.timeout * max(1, count_math_leaves(g)) for g in graders],
-        )
-        for f in futures:
-            f.add_done_callback(lambda _f: bar.update(1))
-        outcomes = [f.result() for f in futures]
-    return [to_result(i.id, g["type"], o) for i, g, o in zip(items, graders, outcomes, strict=True)]
+    settings = Settings(math_workers=args.workers, math_timeout_s=args.timeout)
+    sandbox = None
+    if any(has_code(item.grader.model_dump()) for item in items):
+        sandbox = SandboxExecutor(settings)
+        sandbox.start()
+    step = max(1, min(args.chunk_size, 128))
+
+    async def run(pool: CheckPool) -> list[Any]:
+        results: list[Any] = []
+        for start in range(0, len(items), step):
+            chunk = items[start : start + step]
+            out = await score_batch(pool, chunk, args.timeout, 1.0, sandbox=sandbox)
+            results.extend(out.rewards)
+            bar.update(len(chunk))
+        return results
+
+    try:
+        with CheckPool(workers=args.workers, timeout_s=args.timeout) as pool:
+            return asyncio.run(run(pool))
+    finally:
+        if sandbox is not None:
+            sandbox.close()
 
 
 RUN_EXIT_CODES = {
@@ -196,7 +214,6 @@ def _run_locally(
 
 
 def _run(args: argparse.Namespace) -> int:
-    from referee.client.errors import RefereeError
 
     with open(args.file, encoding="utf-8") as fh:
         code = fh.read()
@@ -310,6 +327,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     except KeyboardInterrupt:
         return 130
+    except RefereeError as exc:  # e.g. code items with no isolation available
+        print(f"referee: {exc}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

@@ -59,6 +59,12 @@ class Settings(BaseSettings):
         8 * 1024 * 1024, ge=1024, description="stdout kept of a run (more: output_limit)."
     )
 
+    compat_without_api_key: bool = Field(
+        False,
+        description="Serve the SandboxFusion route /run_code without an API key even when keys "
+        "are set (veRL's sandbox_fusion client cannot send one).",
+    )
+
     @field_validator("api_keys", mode="before")
     @classmethod
     def _split_keys(cls, value: object) -> object:

@@ -44,3 +44,30 @@ def test_body_limit(locked: Server) -> None:
     big = {**ITEM, "response": "x" * 10_000}
     r = httpx.post(locked.url + "/v1/rewards", json={"items": [big]}, headers={"x-api-key": "k1"})
     assert r.status_code == 413 and "limit is 4096" in r.json()["detail"]
+
+
+RUN_CODE = {"code": "print(input())", "language": "python", "stdin": "hi\n"}
+
+
+def test_run_code_needs_the_key_by_default(locked: Server) -> None:
+    r = httpx.post(locked.url + "/run_code", json=RUN_CODE, timeout=60)
+    assert r.status_code == 401
+    r = httpx.post(locked.url + "/run_code", json=RUN_CODE, headers={"x-api-key": "k1"}, timeout=60)
+    assert r.status_code == 200 and r.json()["run_result"]["stdout"] == "hi\n"
+
+
+def test_run_code_can_be_left_open_for_verl(
+    tmp_path_factory: pytest.TempPathFactory, referee_server_factory: Any
+) -> None:
+    srv = referee_server_factory(
+        Path(tmp_path_factory.mktemp("open-compat")),
+        {
+            "REFEREE_API_KEYS": "k1",
+            "REFEREE_COMPAT_WITHOUT_API_KEY": "true",
+            "REFEREE_MATH_WORKERS": "1",
+        },
+        "open-compat",
+    )
+    r = httpx.post(srv.url + "/run_code", json=RUN_CODE, timeout=60)
+    assert r.status_code == 200 and r.json()["status"] == "Success"
+    assert httpx.post(srv.url + "/v1/rewards", json={"items": [ITEM]}).status_code == 401

@@ -119,3 +119,31 @@ def test_run_through_a_server(server: Server, tmp_path: Path) -> None:
         "run", str(prog), "--lang", "python", "--memory-mb", "64", "--server", server.url
     )
     assert done.returncode == 5 and "memory_limit" in done.stderr
+
+
+def test_rewards_in_process_with_code_and_math_items(tmp_path: Path) -> None:
+    src, out = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
+    tests = [{"stdin": "2 3\n", "stdout": "5\n"}, {"stdin": "10 -4\n", "stdout": "6\n"}]
+    good = "```python\na, b = map(int, input().split())\nprint(a + b)\n```"
+    bad = "```python\nprint(5)\n```"
+    rows = [
+        {
+            "id": "good",
+            "response": good,
+            "grader": {"type": "code", "language": "python", "tests": tests},
+        },
+        {
+            "id": "bad",
+            "response": bad,
+            "grader": {"type": "code", "language": "python", "tests": tests},
+        },
+        {"id": "math", "response": "\\boxed{4}", "grader": {"type": "math", "reference": "4"}},
+    ]
+    src.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    done = referee("rewards", str(src), "--out", str(out), "--workers", "1", "--quiet")
+    assert done.returncode == 0, done.stderr
+    results = {r["id"]: r for r in map(json.loads, out.read_text().splitlines())}
+    assert results["good"]["score"] == 1.0
+    assert results["bad"]["score"] == 0.5
+    assert [t["outcome"] for t in results["bad"]["details"]["tests"]] == ["passed", "wrong_answer"]
+    assert results["math"]["score"] == 1.0
