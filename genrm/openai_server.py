@@ -1,0 +1,155 @@
+"""A small OpenAI-compatible server in front of any :class:`LLMBackend`.
+
+It serves a model for real (a tiny one built from a config in tests and benchmarks, or local
+weights) at ``/v1/chat/completions``, ``/v1/completions`` and ``/v1/models``, so the ``openai``
+backend can be tested and measured against an actual server. With ``reasoning=True`` it acts like
+a reasoning-parser server: text inside ``<think>...</think>`` is returned as
+``reasoning_content``. Structured outputs are accepted and ignored (reported in the response's
+``referee`` field).
+
+    uvicorn --factory referee.genrm.openai_server:create_tiny_app --port 8001
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from typing import Any
+
+from fastapi import FastAPI
+from pydantic import BaseModel, ConfigDict
+
+from referee.genrm.backend import Completion, LLMBackend, SamplingParams
+
+__all__ = ["create_app", "create_tiny_app", "tiny_transformers_backend"]
+
+
+class _Request(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    model: str = ""
+    messages: list[dict[str, str]] | None = None
+    prompt: str | None = None
+    max_tokens: int = 64
+    temperature: float = 0.0
+    top_p: float = 1.0
+    n: int = 1
+    seed: int | None = None
+    stop: list[str] | str | None = None
+    logprobs: bool | int | None = None
+    top_logprobs: int | None = None
+
+
+def _params(req: _Request, chat: bool) -> SamplingParams:
+    if chat:
+        top = req.top_logprobs or 0
+        want_lp = bool(req.logprobs)
+    else:
+        top = int(req.logprobs or 0) if not isinstance(req.logprobs, bool) else 0
+        want_lp = req.logprobs is not None and req.logprobs is not False
+    stop = (req.stop,) if isinstance(req.stop, str) else tuple(req.stop or ())
+    return SamplingParams(
+        max_tokens=req.max_tokens,
+        temperature=req.temperature,
+        top_p=req.top_p,
+        n=req.n,
+        seed=req.seed,
+        stop=stop,
+        logprobs=want_lp,
+        top_logprobs=top,
+    )
+
+
+def _split_reasoning(text: str) -> tuple[str | None, str]:
+    if "</think>" in text:
+        head, _, tail = text.partition("</think>")
+        return head.replace("<think>", "").strip(), tail.strip()
+    return None, text
+
+
+def create_app(backend: LLMBackend, reasoning: bool = False) -> FastAPI:
+    app = FastAPI(title="referee test LLM server")
+
+    def envelope(kind: str, choices: list[dict[str, Any]], comps: list[Completion]) -> Any:
+        return {
+            "id": f"{kind}-{uuid.uuid4().hex[:12]}",
+            "object": kind,
+            "created": int(time.time()),
+            "model": backend.model_name,
+            "choices": choices,
+            "usage": {"completion_tokens": sum(c.tokens for c in comps)},
+        }
+
+    @app.get("/v1/models")
+    async def models() -> dict[str, Any]:
+        return {"object": "list", "data": [{"id": backend.model_name, "object": "model"}]}
+
+    @app.post("/v1/chat/completions")
+    async def chat(req: _Request) -> Any:
+        params = _params(req, chat=True)
+        [comps] = await backend.generate([req.messages or []], params)
+        choices = []
+        for i, c in enumerate(comps):
+            thinking, text = _split_reasoning(c.text) if reasoning else (None, c.text)
+            message: dict[str, Any] = {"role": "assistant", "content": text}
+            if thinking is not None:
+                message["reasoning_content"] = thinking
+            choice: dict[str, Any] = {
+                "index": i,
+                "message": message,
+                "finish_reason": c.finish_reason,
+            }
+            if params.logprobs:
+                lps = list(c.token_logprobs or ())
+                content = [{"token": "", "logprob": lp, "top_logprobs": []} for lp in lps]
+                if content and c.first_top_logprobs:
+                    content[0]["top_logprobs"] = [
+                        {"token": t, "logprob": v} for t, v in c.first_top_logprobs.items()
+                    ]
+                choice["logprobs"] = {"content": content}
+            choices.append(choice)
+        return envelope("chat.completion", choices, comps)
+
+    @app.post("/v1/completions")
+    async def completions(req: _Request) -> Any:
+        params = _params(req, chat=False)
+        [comps] = await backend.generate([req.prompt or ""], params)
+        choices = []
+        for i, c in enumerate(comps):
+            choice: dict[str, Any] = {"index": i, "text": c.text, "finish_reason": c.finish_reason}
+            if params.logprobs:
+                choice["logprobs"] = {
+                    "token_logprobs": list(c.token_logprobs or ()),
+                    "top_logprobs": [c.first_top_logprobs or {}],
+                }
+            choices.append(choice)
+        return envelope("text_completion", choices, comps)
+
+    return app
+
+
+def tiny_transformers_backend(seed: int = 0) -> Any:
+    """A 2-layer Llama with random weights and ByT5's file-free byte tokenizer (no download)."""
+    import torch
+    from transformers import ByT5Tokenizer, LlamaConfig, LlamaForCausalLM
+
+    from referee.genrm.transformers_backend import TransformersBackend
+
+    torch.manual_seed(seed)
+    tok = ByT5Tokenizer()
+    config = LlamaConfig(
+        vocab_size=len(tok),
+        hidden_size=64,
+        intermediate_size=128,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=4,
+        max_position_embeddings=4096,
+        pad_token_id=tok.pad_token_id,
+        eos_token_id=tok.eos_token_id,
+        bos_token_id=None,
+    )
+    return TransformersBackend(LlamaForCausalLM(config), tok, name="tiny-llama")
+
+
+def create_tiny_app() -> FastAPI:
+    return create_app(tiny_transformers_backend())
