@@ -35,8 +35,12 @@ __all__ = [
     "ExecutionResult",
     "FormatGrader",
     "FunctionCallTestSpec",
+    "GenRMGrader",
     "Grader",
     "GroupStats",
+    "JudgeRequest",
+    "JudgeResponse",
+    "JudgeResult",
     "LanguageInfo",
     "MathGrader",
     "MathVerifyRequest",
@@ -47,6 +51,8 @@ __all__ = [
     "RewardResult",
     "RewardsRequest",
     "RewardsResponse",
+    "RubricCriterion",
+    "RubricGrader",
     "RunCodeRequest",
     "RunCodeResponse",
     "RunCodeResult",
@@ -156,12 +162,47 @@ class WeightedGrader(_Model):
     normalize: bool = True
 
 
+class RubricCriterion(_Model):
+    text: str = Field(..., min_length=1, max_length=2_000, examples=["cites the theorem"])
+    weight: float = Field(1.0, ge=-100, le=100, description="Negative for a pitfall.")
+
+
+class RubricGrader(_Model):
+    """A model judge checks weighted criteria (explicit: each met or not, Σ w·met / Σ|w|) or
+    rates the response against the whole rubric (implicit: one 1-10 rating)."""
+
+    type: Literal["rubric"] = "rubric"
+    criteria: list[RubricCriterion] = Field(..., min_length=1, max_length=32)
+    mode: Literal["explicit", "implicit"] = "explicit"
+    reference: str | None = Field(None, max_length=20_000)
+
+
+class GenRMGrader(_Model):
+    """A generative reward model: pointwise (a verdict after a rationale, or P(Yes) from label
+    probabilities) or pairwise (every pair of a group judged in both orders)."""
+
+    type: Literal["genrm"] = "genrm"
+    mode: Literal["pointwise", "pairwise"] = "pointwise"
+    reference: str | None = Field(None, max_length=20_000)
+    verdict: Literal["binary", "score"] = Field(
+        "binary", description="Pointwise: yes/no (1 or 0) or a 1-10 score normalised to [0, 1]."
+    )
+    samples: int = Field(1, ge=1, le=16, description="Pointwise: verdicts sampled per response.")
+    aggregate: Literal["mean", "majority"] = "mean"
+    label_probs: bool = Field(
+        False, description="Pointwise binary: the score is P(Yes)/(P(Yes)+P(No)) of the judge."
+    )
+    pairwise_score: Literal["win_rate", "bradley_terry"] = "win_rate"
+
+
 Grader = Annotated[
     MathGrader
     | MultipleChoiceGrader
     | StringCheckGrader
     | FormatGrader
     | CodeGrader
+    | RubricGrader
+    | GenRMGrader
     | WeightedGrader,
     Field(discriminator="type"),
 ]
@@ -193,7 +234,11 @@ class RewardsRequest(_Model):
 
 class RewardResult(_Model):
     id: str
-    score: float
+    score: float | None = Field(
+        ...,
+        description="None when a model judge's verdict could not be read or the judge failed: "
+        "the trainer should skip the sample (TRL's convention).",
+    )
     details: dict[str, Any] = Field(
         default_factory=dict,
         description="outcome, reason and what the grader read (extracted answer, method, ...); "
@@ -235,6 +280,27 @@ class MathVerifyResponse(_Model):
     parsed_reference: str | None = None
     method: str | None = None
     reason: str | None = None
+    elapsed_ms: float
+
+
+JudgeGrader = Annotated[RubricGrader | GenRMGrader, Field(discriminator="type")]
+
+
+class JudgeRequest(_Model):
+    """Judge the responses to one prompt directly (pairwise compares them with each other)."""
+
+    prompt: str | list[dict[str, Any]] = Field(..., description="The prompt, text or messages.")
+    responses: list[str] = Field(..., min_length=1, max_length=256)
+    grader: JudgeGrader
+
+
+class JudgeResult(_Model):
+    score: float | None
+    details: dict[str, Any] = Field(default_factory=dict)
+
+
+class JudgeResponse(_Model):
+    results: list[JudgeResult]
     elapsed_ms: float
 
 

@@ -41,6 +41,7 @@ class OpenAIBackend:
         timeout_s: float = 300.0,
         max_retries: int = 3,
         backoff_s: float = 0.5,
+        top_logprobs: int = _TOP_LOGPROBS,
         transport: httpx.AsyncBaseTransport | None = None,
     ) -> None:
         self.name = "openai"
@@ -55,6 +56,9 @@ class OpenAIBackend:
         self.max_retries = max_retries
         self.backoff_s = backoff_s
         self.structured_supported = True
+        self.top_logprobs = top_logprobs
+        """How many first-position alternatives to ask for when label probabilities are wanted
+        (OpenAI allows 20; vLLM up to its --max-logprobs)."""
 
     async def generate(
         self, prompts: Sequence[Prompt], params: SamplingParams
@@ -78,13 +82,13 @@ class OpenAIBackend:
             path = "/v1/completions"
             body["prompt"] = prompt
             if params.logprobs or want_top:
-                body["logprobs"] = _TOP_LOGPROBS if want_top else 1
+                body["logprobs"] = self.top_logprobs if want_top else 1
         else:
             path = "/v1/chat/completions"
             body["messages"] = [dict(m) for m in prompt]
             if params.logprobs or want_top:
                 body["logprobs"] = True
-                body["top_logprobs"] = _TOP_LOGPROBS if want_top else 0
+                body["top_logprobs"] = self.top_logprobs if want_top else 0
         if params.structured is not None and self.structured_supported:
             body["structured_outputs"] = {params.structured.kind: params.structured.value}
         return path, body
@@ -154,13 +158,12 @@ def _completion(choice: dict[str, Any], params: SamplingParams) -> Completion:
         first_top = {k: float(v) for k, v in (tops[0] or {}).items()} if tops else {}
     labels = None
     if params.label_tokens:
-        labels = {
-            label: max(
-                (v for k, v in first_top.items() if k.strip().lstrip("Ġ▁") == label),
-                default=-math.inf,
-            )
-            for label in params.label_tokens
-        }
+        # a label's probability is that of its first token: the token the label starts with
+        clean = {k.strip().lstrip("Ġ▁"): v for k, v in first_top.items()}
+        labels = {}
+        for label in params.label_tokens:
+            matches = [v for k, v in clean.items() if k and label.startswith(k)]
+            labels[label] = max(matches, default=-math.inf)
     return Completion(
         text=text,
         reasoning=reasoning,

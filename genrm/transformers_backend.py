@@ -127,7 +127,8 @@ class TransformersBackend:
                 )
                 top = None
                 if params.top_logprobs and logprobs:
-                    values, indices = torch.topk(logprobs[0][row], params.top_logprobs)
+                    k = min(params.top_logprobs, int(logprobs[0].shape[-1]))
+                    values, indices = torch.topk(logprobs[0][row], k)
                     top = {
                         str(tok.convert_ids_to_tokens(int(i))): float(v)
                         for v, i in zip(values.tolist(), indices.tolist(), strict=True)

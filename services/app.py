@@ -15,10 +15,11 @@ from contextlib import asynccontextmanager
 from fastapi import Depends, FastAPI, Request, Response
 
 from referee.client.errors import PayloadTooLarge
+from referee.genrm.backend import LLMBackend
 from referee.services.auth import require_api_key
 from referee.services.errors import install_error_handlers, problem_response
 from referee.services.metrics import Metrics
-from referee.services.routes import compat, health, rewards, sandbox
+from referee.services.routes import compat, health, judge, rewards, sandbox
 from referee.services.sandbox_executor import SandboxExecutor
 from referee.services.settings import Settings
 from referee.verifiers import CheckPool
@@ -27,6 +28,34 @@ from referee.verifiers.math import verify
 __all__ = ["create_app"]
 
 VERSION = "0.1.0"
+
+
+def build_judge(settings: Settings) -> LLMBackend | None:
+    """The judge backend the settings name, or None (judge graders then answer 503)."""
+    if settings.judge_backend == "none":
+        return None
+    if not settings.judge_model:
+        raise ValueError("REFEREE_JUDGE_MODEL is required when REFEREE_JUDGE_BACKEND is set")
+    if settings.judge_backend == "openai":
+        from referee.genrm.openai_backend import OpenAIBackend
+
+        if not settings.judge_base_url:
+            raise ValueError("REFEREE_JUDGE_BASE_URL is required for the openai judge backend")
+        return OpenAIBackend(
+            settings.judge_base_url,
+            settings.judge_model,
+            api_key=settings.judge_api_key,
+            concurrency=settings.judge_concurrency,
+            top_logprobs=settings.judge_top_logprobs,
+        )
+    if settings.judge_model == "tiny-random":
+        from referee.genrm.openai_server import tiny_transformers_backend
+
+        backend: LLMBackend = tiny_transformers_backend()
+        return backend
+    from referee.genrm.transformers_backend import TransformersBackend
+
+    return TransformersBackend.from_pretrained(settings.judge_model)
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:
@@ -42,6 +71,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         app.state.pool = pool
         executor = SandboxExecutor(settings)
         app.state.sandbox = executor
+        app.state.judge = await asyncio.to_thread(build_judge, settings)
         # Start every worker now, so the first batch does not pay for it; probe the sandbox.
         await asyncio.gather(
             pool.amap(verify, [("1", "1")] * settings.math_workers, timeout_s=60.0),
@@ -52,6 +82,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         finally:
             executor.close()
             pool.close()
+            if app.state.judge is not None:
+                await app.state.judge.close()
 
     app = FastAPI(
         title="referee",
@@ -65,6 +97,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(health.router)
     app.include_router(compat.ping_router)
     app.include_router(rewards.router, dependencies=[Depends(require_api_key)])
+    app.include_router(judge.router, dependencies=[Depends(require_api_key)])
     app.include_router(sandbox.router, dependencies=[Depends(require_api_key)])
     # veRL's SandboxFusion client sends no key: the operator may leave /run_code open.
     compat_deps = [] if settings.compat_without_api_key else [Depends(require_api_key)]

@@ -37,10 +37,11 @@ def _details(data: dict[str, Any]) -> dict[str, Any]:
     return data
 
 
-def score_item(grader: dict[str, Any], response: str) -> tuple[float, dict[str, Any]]:
+def score_item(grader: dict[str, Any], response: str) -> tuple[float | None, dict[str, Any]]:
     kind = grader["type"]
-    if kind == "precomputed":  # a leaf scored elsewhere (code: on the sandbox executor)
-        return float(grader["score"]), dict(grader["details"])
+    if kind == "precomputed":  # a leaf scored elsewhere (code: sandbox executor; judges)
+        score = grader["score"]
+        return (None if score is None else float(score)), dict(grader["details"])
     if kind == "math":
         verdict = verify(response, grader["reference"], math_config(grader))
         return verdict.score, _details(verdict.to_dict())
@@ -58,15 +59,27 @@ def score_item(grader: dict[str, Any], response: str) -> tuple[float, dict[str, 
     if kind == "weighted":
         parts: list[tuple[float, float]] = []
         breakdown: list[dict[str, Any]] = []
+        missing = False
         for part in grader["graders"]:
             score, detail = score_item(part["grader"], response)
-            parts.append((part["weight"], score))
+            if score is None:
+                missing = True  # a judge without a readable verdict: no total either
+            else:
+                parts.append((part["weight"], score))
             kind = part["grader"].get("of", part["grader"]["type"])
             breakdown.append({"type": kind, "weight": part["weight"], "score": score, **detail})
+        if missing:
+            return None, {
+                "outcome": "incomplete",
+                "parts": breakdown,
+                "reason": "a part has no score (see parts)",
+            }
         total = combine(parts, normalize=grader.get("normalize", True))
         return total, {"outcome": "weighted", "parts": breakdown}
     if kind == "code":
         raise ValueError("code graders run on the sandbox executor (resolve_code_leaves)")
+    if kind in ("rubric", "genrm"):
+        raise ValueError("judge graders run on the judge backend (resolve_judge_leaves)")
     raise ValueError(f"unknown grader type {kind!r}")
 
 

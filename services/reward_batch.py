@@ -19,8 +19,10 @@ from typing import Any
 
 from referee.client.errors import ServiceUnavailable
 from referee.client.models import GroupStats, RewardItem, RewardResult, RewardsResponse
+from referee.genrm.backend import LLMBackend
 from referee.services.code_grading import has_code, resolve_code_leaves
 from referee.services.grading import count_math_leaves, score_item
+from referee.services.judge_grading import has_judge, require_judge, resolve_judge_leaves
 from referee.services.metrics import Metrics
 from referee.services.sandbox_executor import SandboxExecutor
 from referee.verifiers import CheckPool, TimedOut, WorkerFailed
@@ -48,15 +50,24 @@ def to_result(item_id: str, grader_type: str, outcome: Any) -> RewardResult:
     return RewardResult(id=item_id, score=score, details=details)
 
 
+def _mean(results: Sequence[RewardResult]) -> float:
+    scores = [r.score for r in results if r.score is not None]
+    return statistics.fmean(scores) if scores else 0.0
+
+
 def group_stats(
     items: Sequence[RewardItem], results: Sequence[RewardResult], pass_threshold: float
 ) -> list[GroupStats]:
     groups: dict[str, list[float]] = {}
     for item, res in zip(items, results, strict=True):
         if item.group is not None:
-            groups.setdefault(item.group, []).append(res.score)
+            groups.setdefault(item.group, [])
+            if res.score is not None:  # a judge with no readable verdict: left out
+                groups[item.group].append(res.score)
     stats = []
     for name, scores in groups.items():
+        if not scores:
+            continue
         passes = sum(1 for s in scores if s >= pass_threshold)
         stats.append(
             GroupStats(
@@ -122,10 +133,14 @@ async def score_batch(
     pass_threshold: float,
     metrics: Metrics | None = None,
     sandbox: SandboxExecutor | None = None,
+    judge: LLMBackend | None = None,
+    judge_templates: str | None = None,
 ) -> RewardsResponse:
     start = time.perf_counter()
     graders = [item.grader.model_dump() for item in items]
     responses = [item.response for item in items]
+    if any(has_judge(g) for g in graders):
+        graders = await resolve_judge_leaves(graders, items, require_judge(judge), judge_templates)
     code = [i for i, g in enumerate(graders) if has_code(g)]
     if code:
         if sandbox is None:
@@ -159,6 +174,6 @@ async def score_batch(
     return RewardsResponse(
         rewards=results,
         groups=group_stats(items, results, pass_threshold),
-        mean=statistics.fmean(r.score for r in results) if results else 0.0,
+        mean=_mean(results),
         elapsed_ms=(time.perf_counter() - start) * 1000,
     )

@@ -59,6 +59,26 @@ class Settings(BaseSettings):
         8 * 1024 * 1024, ge=1024, description="stdout kept of a run (more: output_limit)."
     )
 
+    judge_backend: Literal["none", "transformers", "openai"] = Field(
+        "none", description="The model behind rubric and genrm graders; none: they answer 503."
+    )
+    judge_model: str | None = Field(
+        None,
+        description="openai: the served model's name; transformers: a local path (or "
+        "`tiny-random`, a randomly initialised 2-layer model for tests and demos).",
+    )
+    judge_base_url: str | None = Field(None, description="openai: the server, e.g. http://h:8001")
+    judge_api_key: str | None = None
+    judge_concurrency: int = Field(32, ge=1, description="openai: requests in flight at once.")
+    judge_top_logprobs: int = Field(
+        20,
+        ge=1,
+        description="openai: first-token alternatives read for label probabilities "
+        "(OpenAI allows 20; vLLM up to its --max-logprobs).",
+    )
+    judge_templates_dir: str | None = Field(
+        None, description="A directory whose <template>.txt files replace the packaged ones."
+    )
     compat_without_api_key: bool = Field(
         False,
         description="Serve the SandboxFusion route /run_code without an API key even when keys "

@@ -49,6 +49,8 @@ async def rewards(body: RewardsRequest, request: Request) -> RewardsResponse:
         body.pass_threshold,
         request.app.state.metrics,
         request.app.state.sandbox,
+        judge=request.app.state.judge,
+        judge_templates=settings.judge_templates_dir,
     )
 
 

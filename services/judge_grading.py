@@ -1,0 +1,174 @@
+"""Judge graders (``rubric``, ``genrm``) in a reward batch: resolved on the judge backend first.
+
+Every judge leaf of the batch (top level or inside ``weighted``) is collected; leaves that can
+share a call are judged together (pointwise and rubric leaves with the same options in one
+batched call; pairwise leaves per ``group``), and each leaf is replaced by a ``precomputed`` node
+(score, details) that the ordinary grading path then combines. A judge failure (server down,
+unreadable verdict) gives that leaf ``score=None`` with the reason, never a failed batch.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections import defaultdict
+from collections.abc import Sequence
+from typing import Any
+
+from referee.client.errors import ServiceUnavailable
+from referee.client.models import RewardItem
+from referee.genrm.backend import LLMBackend
+from referee.genrm.judges import (
+    Criterion,
+    JudgeItem,
+    JudgeResult,
+    judge_pairwise,
+    judge_pointwise,
+    judge_rubric,
+)
+
+__all__ = ["JUDGE_TYPES", "has_judge", "prompt_text", "require_judge", "resolve_judge_leaves"]
+
+log = logging.getLogger("referee.judges")
+JUDGE_TYPES = {"rubric", "genrm"}
+NO_JUDGE = (
+    "no judge model is configured: set REFEREE_JUDGE_BACKEND=openai with REFEREE_JUDGE_BASE_URL "
+    "and REFEREE_JUDGE_MODEL (any OpenAI-compatible server, e.g. `vllm serve MODEL`), or "
+    "REFEREE_JUDGE_BACKEND=transformers with REFEREE_JUDGE_MODEL=/path/to/local/model"
+)
+Path = tuple[int, ...]
+
+
+def has_judge(grader: dict[str, Any]) -> bool:
+    if grader["type"] in JUDGE_TYPES:
+        return True
+    return grader["type"] == "weighted" and any(has_judge(p["grader"]) for p in grader["graders"])
+
+
+def require_judge(backend: LLMBackend | None) -> LLMBackend:
+    if backend is None:
+        raise ServiceUnavailable(NO_JUDGE)
+    return backend
+
+
+def prompt_text(prompt: str | list[dict[str, Any]]) -> str:
+    if isinstance(prompt, str):
+        return prompt
+    return "\n".join(f"{m.get('role', 'user')}: {m.get('content', '')}" for m in prompt)
+
+
+def _leaves(grader: dict[str, Any], path: Path = ()) -> list[tuple[Path, dict[str, Any]]]:
+    if grader["type"] in JUDGE_TYPES:
+        return [(path, grader)]
+    if grader["type"] == "weighted":
+        found = []
+        for k, part in enumerate(grader["graders"]):
+            found.extend(_leaves(part["grader"], (*path, k)))
+        return found
+    return []
+
+
+def _replace(grader: dict[str, Any], path: Path, node: dict[str, Any]) -> dict[str, Any]:
+    if not path:
+        return node
+    parts = list(grader["graders"])
+    head, rest = path[0], path[1:]
+    parts[head] = {**parts[head], "grader": _replace(parts[head]["grader"], rest, node)}
+    return {**grader, "graders": parts}
+
+
+def _node(kind: str, result: JudgeResult) -> dict[str, Any]:
+    return {"type": "precomputed", "of": kind, "score": result.score, "details": result.to_dict()}
+
+
+def _options(leaf: dict[str, Any]) -> str:
+    keep = {k: v for k, v in leaf.items() if k != "reference"}
+    return json.dumps(keep, sort_keys=True)
+
+
+async def _judge_group(
+    backend: LLMBackend,
+    kind: str,
+    leaf: dict[str, Any],
+    items: list[JudgeItem],
+    template_dir: str | None,
+) -> list[JudgeResult]:
+    if kind == "rubric":
+        criteria = [Criterion(c["text"], c.get("weight", 1.0)) for c in leaf["criteria"]]
+        return await judge_rubric(
+            backend, items, criteria, mode=leaf.get("mode", "explicit"), template_dir=template_dir
+        )
+    return await judge_pointwise(
+        backend,
+        items,
+        mode=leaf.get("verdict", "binary"),
+        samples=leaf.get("samples", 1),
+        aggregate=leaf.get("aggregate", "mean"),
+        label_probs=leaf.get("label_probs", False),
+        template_dir=template_dir,
+    )
+
+
+async def resolve_judge_leaves(
+    graders: list[dict[str, Any]],
+    items: Sequence[RewardItem],
+    backend: LLMBackend,
+    template_dir: str | None = None,
+) -> list[dict[str, Any]]:
+    """``graders`` with every judge leaf replaced by its ``precomputed`` result."""
+    pointwise: dict[tuple[str, str], list[tuple[int, Path, dict[str, Any]]]] = defaultdict(list)
+    pairwise: dict[tuple[str, str], list[tuple[int, Path, dict[str, Any]]]] = defaultdict(list)
+    resolved = list(graders)
+    for i, grader in enumerate(graders):
+        for path, leaf in _leaves(grader):
+            if leaf["type"] == "genrm" and leaf.get("mode") == "pairwise":
+                group = items[i].group
+                if group is None:
+                    node = _node(
+                        "genrm",
+                        JudgeResult(
+                            None,
+                            "error",
+                            "pairwise judging compares the responses of one group: set group",
+                        ),
+                    )
+                    resolved[i] = _replace(resolved[i], path, node)
+                    continue
+                pairwise[(group, _options(leaf))].append((i, path, leaf))
+            else:
+                pointwise[(leaf["type"], _options(leaf))].append((i, path, leaf))
+
+    for (kind, _), members in pointwise.items():
+        judge_items = [
+            JudgeItem(prompt_text(items[i].prompt), items[i].response, leaf.get("reference"))
+            for i, _p, leaf in members
+        ]
+        try:
+            results = await _judge_group(backend, kind, members[0][2], judge_items, template_dir)
+        except Exception as exc:  # a judge server failure is reported on each item it touched
+            log.warning("judge call failed: %s", exc)
+            results = [
+                JudgeResult(None, "judge_error", f"the judge failed: {exc}"[:300]) for _ in members
+            ]
+        for (i, path, _leaf), result in zip(members, results, strict=True):
+            resolved[i] = _replace(resolved[i], path, _node(kind, result))
+
+    for (_group, _), members in pairwise.items():
+        leaf = members[0][2]
+        try:
+            results = await judge_pairwise(
+                backend,
+                prompt_text(items[members[0][0]].prompt),
+                [items[i].response for i, _p, _l in members],
+                reference=leaf.get("reference"),
+                score=leaf.get("pairwise_score", "win_rate"),
+                template_dir=template_dir,
+            )
+        except Exception as exc:
+            log.warning("pairwise judge call failed: %s", exc)
+            results = [
+                JudgeResult(None, "judge_error", f"the judge failed: {exc}"[:300]) for _ in members
+            ]
+        for (i, path, _leaf), result in zip(members, results, strict=True):
+            resolved[i] = _replace(resolved[i], path, _node("genrm", result))
+    return resolved

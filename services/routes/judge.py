@@ -1,0 +1,40 @@
+"""``POST /v1/judge``: a model judge on the responses to one prompt, for direct use."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from fastapi import APIRouter, Request
+
+from referee.client.models import JudgeRequest, JudgeResponse, JudgeResult, Problem, RewardItem
+from referee.services.judge_grading import require_judge, resolve_judge_leaves
+
+__all__ = ["router"]
+
+_PROBLEMS: dict[int | str, dict[str, Any]] = {
+    401: {"model": Problem, "description": "Missing or unknown API key"},
+    422: {"model": Problem, "description": "Invalid request"},
+    503: {"model": Problem, "description": "No judge model is configured"},
+}
+router = APIRouter(prefix="/v1", tags=["judge"], responses=_PROBLEMS)
+
+
+@router.post("/judge", response_model=JudgeResponse, summary="Judge responses with a model")
+async def judge(body: JudgeRequest, request: Request) -> JudgeResponse:
+    """Rubric or GenRM verdicts for each response; pairwise mode compares them with each other.
+    An unreadable verdict gives that response `score: null` with the reason."""
+    start = time.perf_counter()
+    backend = require_judge(request.app.state.judge)
+    grader = body.grader.model_dump()
+    items = [
+        RewardItem(id=str(k), prompt=body.prompt, response=r, grader=body.grader, group="judge")
+        for k, r in enumerate(body.responses)
+    ]
+    resolved = await resolve_judge_leaves(
+        [grader] * len(items), items, backend, request.app.state.settings.judge_templates_dir
+    )
+    return JudgeResponse(
+        results=[JudgeResult(score=g["score"], details=g["details"]) for g in resolved],
+        elapsed_ms=(time.perf_counter() - start) * 1000,
+    )
