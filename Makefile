@@ -38,6 +38,7 @@ unit: $(STAMP)
 bench: $(STAMP)
 	$(PY) -m bench.math
 	$(PY) -m bench.sandbox
+	$(PY) -m bench.judge
 
 clean:
 	rm -rf $(VENV) build *.egg-info .mypy_cache .ruff_cache .pytest_cache

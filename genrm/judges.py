@@ -33,6 +33,7 @@ __all__ = [
     "JudgeItem",
     "JudgeResult",
     "bradley_terry",
+    "fill_template",
     "judge_pairwise",
     "judge_pointwise",
     "judge_rubric",
@@ -63,7 +64,7 @@ class JudgeResult:
         return {"outcome": self.outcome, "reason": self.reason, **self.details}
 
 
-def _fill(template: str, item: JudgeItem, **extra: str) -> str:
+def fill_template(template: str, item: JudgeItem, **extra: str) -> str:
     return template.format(
         prompt=fence(item.prompt),
         response=fence(item.response),
@@ -114,7 +115,7 @@ async def judge_pointwise(
         n=1 if label_probs else samples,
         label_tokens=("Yes", "No") if label_probs and mode == "binary" else (),
     )
-    prompts = [_fill(template, items[i]) for i in live]
+    prompts = [fill_template(template, items[i]) for i in live]
     if label_probs and mode == "binary":
         prompts = [p + "\n[RESULT]" for p in prompts]
     completions = await backend.generate(prompts, params) if prompts else []
@@ -176,7 +177,7 @@ async def judge_rubric(
             for k, c in enumerate(criteria)
         )
         template = load_template("rubric_implicit", template_dir)
-        prompts = [_fill(template, items[i], criteria=listing) for i in live]
+        prompts = [fill_template(template, items[i], criteria=listing) for i in live]
         completions = await backend.generate(prompts, params) if prompts else []
         for i, comps in zip(live, completions, strict=True):
             try:
@@ -186,7 +187,7 @@ async def judge_rubric(
                 out[i] = JudgeResult(None, "parse_error", str(exc))
         return [out[i] for i in range(len(items))]
     template = load_template("rubric_criterion", template_dir)
-    prompts = [_fill(template, items[i], criterion=c.text) for i in live for c in criteria]
+    prompts = [fill_template(template, items[i], criterion=c.text) for i in live for c in criteria]
     completions = await backend.generate(prompts, params) if prompts else []
     for n, i in enumerate(live):
         met: list[bool | None] = []
