@@ -8,18 +8,22 @@ Two workloads, each run by 2 concurrent workers (threads):
 * ``python``: a trivial program (``print(input())``), one run per job;
 * ``cpp10``: a C++ program compiled once and run against 10 stdin/stdout tests per job.
 
-Three ways to run them:
+Four ways to run them:
 
 (a) ``bare``: a plain subprocess with the same rlimits (``resource_limits.rlimits_for``), no
     isolation at all: the floor. C++ is compiled once per job with the same g++ command line.
 (b) ``library``: referee's bubblewrap backend through ``referee.sandbox.run_tests`` (namespaces,
     seccomp, a cgroup per run, a fresh tmpfs, compile once per job).
-(c) ``http``: a real ``referee`` server (uvicorn, 2 sandbox slots): ``POST /v1/sandbox/run`` for
+(c) ``docker``: referee's docker backend through the same ``run_tests`` (a container per run
+    from ``referee-sandbox:latest``, built by docker/build-sandbox-image.sh: network none,
+    read-only root, tmpfs work dir, memory/pids limits, no capabilities); skipped, with the
+    reason in the report, when no daemon or image is there;
+(d) ``http``: a real ``referee`` server (uvicorn, 2 sandbox slots): ``POST /v1/sandbox/run`` for
     the Python program, ``POST /v1/rewards`` with one ``code`` item of 10 tests for C++.
 
 Reported per workload and mode: job latency p50/p95 (ms), jobs/s and program runs/s (a C++ job
 is 10 runs plus one compile), and each mode's p50 as a ratio of the bare p50. Out of scope here:
-the docker backend and SandboxFusion (not measured). Writes OUT/sandbox.md (OUT: bench/out/).
+SandboxFusion (not measured). Writes OUT/sandbox.md (OUT: bench/out/).
 """
 
 from __future__ import annotations
@@ -39,7 +43,16 @@ from pathlib import Path
 
 import httpx
 
-from referee.sandbox import BwrapBackend, Limits, StdioTest, get_language, run_tests
+from referee.sandbox import (
+    BwrapBackend,
+    DockerBackend,
+    Limits,
+    SandboxBackend,
+    SandboxUnavailable,
+    StdioTest,
+    get_language,
+    run_tests,
+)
 from referee.sandbox.resource_limits import preexec_rlimits, rlimits_for
 
 WORKERS = 2
@@ -85,8 +98,8 @@ def bare_cpp() -> bool:
         return all(_bare_run(["./main"], stdin, tmp, True) == want for stdin, want in CPP_TESTS)
 
 
-# -- (b) the library ---------------------------------------------------------------------------
-def library_jobs(backend: BwrapBackend) -> tuple[Job, Job]:
+# -- (b) the library, (c) the docker backend -----------------------------------------------------
+def library_jobs(backend: SandboxBackend) -> tuple[Job, Job]:
     def python() -> bool:
         result = run_tests(
             PY_SOURCE, "python", [StdioTest("hi\n", "hi\n")], LIMITS, backend=backend
@@ -100,7 +113,7 @@ def library_jobs(backend: BwrapBackend) -> tuple[Job, Job]:
     return python, cpp
 
 
-# -- (c) HTTP --------------------------------------------------------------------------------
+# -- (d) HTTP --------------------------------------------------------------------------------
 def start_server(tmp: Path) -> tuple[str, subprocess.Popen[bytes]]:
     # --host/--port, not --fd: uvicorn opens an inherited fd as AF_UNIX, so its connections
     # miss TCP_NODELAY and every response waits ~40 ms for a delayed ACK.
@@ -189,6 +202,13 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     n_py, n_cpp = (40, 6) if args.quick else (200, 30)
     backend = BwrapBackend.create()
+    docker: DockerBackend | None = None
+    docker_note = ""
+    try:
+        docker = DockerBackend.create()
+    except SandboxUnavailable as exc:
+        docker_note = f"docker backend not measured: {exc}"
+        print(docker_note, flush=True)
     tmp = Path(tempfile.mkdtemp(prefix="bench-sandbox-"))
     url, proc = start_server(tmp)
     rows: list[tuple[str, str, float, float, float, float]] = []
@@ -203,6 +223,10 @@ def main(argv: list[str] | None = None) -> int:
             ("cpp10", "library (bwrap)", lib_cpp, n_cpp, 10),
             ("cpp10", "http /v1/rewards", http_cpp, n_cpp, 10),
         ]
+        if docker is not None:
+            dock_py, dock_cpp = library_jobs(docker)
+            plan.insert(2, ("python", "library (docker)", dock_py, n_py, 1))
+            plan.insert(6, ("cpp10", "library (docker)", dock_cpp, n_cpp, 10))
         for workload, mode, job, n, runs in plan:
             latencies, wall = measure(job, n)
             p50, p95 = pct(latencies, 0.5), pct(latencies, 0.95)
@@ -211,14 +235,17 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         proc.terminate()
         proc.wait(timeout=15)
+        if docker is not None:
+            docker.close()
         shutil.rmtree(tmp, ignore_errors=True)
     floor = {w: p50 for w, m, p50, *_ in rows if m == "bare"}
     lines = [
         "# Sandbox benchmark",
         "",
         f"{WORKERS} concurrent workers; {os.cpu_count()} CPUs; bwrap backend with cgroups="
-        f"{'yes' if backend.cgroups is not None else 'no'}; python: {n_py} jobs, cpp10: {n_cpp}"
-        " jobs (each: 1 compile + 10 test runs).",
+        f"{'yes' if backend.cgroups is not None else 'no'}; docker backend: "
+        f"{'image ' + docker.image if docker is not None else 'not available'}; python: {n_py}"
+        f" jobs, cpp10: {n_cpp} jobs (each: 1 compile + 10 test runs).",
         "",
         "| workload | mode | p50 ms | p95 ms | jobs/s | runs/s | p50 / bare |",
         "|---|---|---:|---:|---:|---:|---:|",
@@ -229,10 +256,9 @@ def main(argv: list[str] | None = None) -> int:
             f"| {workload} | {mode} | {p50:.1f} | {p95:.1f} | {jobs_s:.1f} | {runs_s:.1f} "
             f"| {ratio:.2f}x |"
         )
-    lines += [
-        "",
-        "Not measured here: the docker backend and SandboxFusion (out of scope of this run).",
-    ]
+    lines += ["", "Not measured here: SandboxFusion (out of scope of this run)."]
+    if docker_note:
+        lines += ["", docker_note + "."]
     text = "\n".join(lines) + "\n"
     print("\n" + text)
     out = Path(args.out)

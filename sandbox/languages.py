@@ -5,6 +5,12 @@ writable and ``COMPILE_LIMITS``), the run command (/code read-only, cwd /work), 
 outside /usr the toolchain needs (bound read-only at the same path), PATH additions and env.
 ``available_languages()`` lists the languages whose toolchains are installed here (probed once
 per process); ``get_language(name)`` returns a recipe or raises ``LanguageUnavailable``.
+
+By-name mode (for container images, whose toolchains are not at this host's paths):
+``by_name_argv`` turns a recipe's host toolchain path (``/root/.pyenv/.../python3.12``,
+``/usr/lib/jvm/.../java``) into the plain program name an image has on its PATH (``python3``,
+``java``); ``by_name(recipe)`` is the recipe with its commands rewritten that way and no host
+toolchain dirs; ``IMAGE_TOOLS`` says which programs each language needs in the image.
 """
 
 from __future__ import annotations
@@ -16,7 +22,7 @@ import shutil
 import subprocess
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from referee.sandbox.errors import LanguageUnavailable
@@ -24,8 +30,11 @@ from referee.sandbox.models import Limits
 
 __all__ = [
     "COMPILE_LIMITS",
+    "IMAGE_TOOLS",
     "Language",
     "available_languages",
+    "by_name",
+    "by_name_argv",
     "get_language",
     "known_languages",
     "normalize_language",
@@ -305,3 +314,50 @@ def get_language(name: str) -> Language:
     if recipe is None:
         raise LanguageUnavailable(name, available_languages())
     return recipe
+
+
+# -- by-name mode: the same recipes for a container image ----------------------------------------
+IMAGE_TOOLS: dict[str, tuple[str, ...]] = {
+    "python": ("python3",),
+    "c": ("gcc",),
+    "cpp": ("g++",),
+    "java": ("javac", "java"),
+    "javascript": ("node",),
+    "go": ("go",),
+    "rust": ("rustc",),
+    "bash": ("bash",),
+}
+"""The programs (by name, on the image's PATH) each language's recipe runs."""
+
+# A host toolchain's file name -> its plain name: python3.12 -> python3, gcc-12 -> gcc.
+_TOOL_FILE = re.compile(r"^(python3?|gcc|g\+\+|javac|java|node|nodejs|go|rustc|bash)(?:-?[\d.]+)?$")
+_TOOL_RENAMES = {"python": "python3", "nodejs": "node"}
+
+
+def by_name_argv(argv: tuple[str, ...]) -> tuple[str, ...]:
+    """``argv`` with a host toolchain path in ``argv[0]`` replaced by the tool's plain name.
+
+    Paths inside the sandbox (``/code/main``) and unknown programs are left as they are.
+    """
+    if not argv or not argv[0].startswith("/") or argv[0].startswith("/code/"):
+        return argv
+    match = _TOOL_FILE.match(os.path.basename(argv[0]))
+    if match is None:
+        return argv
+    name = _TOOL_RENAMES.get(match.group(1), match.group(1))
+    return (name, *argv[1:])
+
+
+def by_name(recipe: Language) -> Language:
+    """``recipe`` for an image: commands by program name, no host toolchain dirs or PATH."""
+    compile_argv = recipe.compile_argv
+    run_argv = recipe.run_argv
+    return replace(
+        recipe,
+        run_argv=lambda src, limits: by_name_argv(run_argv(src, limits)),
+        compile_argv=(
+            None if compile_argv is None else lambda src: by_name_argv(compile_argv(src))
+        ),
+        toolchain_dirs=(),
+        path_dirs=(),
+    )
