@@ -14,20 +14,15 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
-import socket
 import statistics
-import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
 
-import httpx
-
 from referee.genrm.backend import LLMBackend, SamplingParams
 from referee.genrm.judges import JudgeItem, fill_template, judge_pointwise
 from referee.genrm.openai_backend import OpenAIBackend
-from referee.genrm.openai_server import tiny_transformers_backend
+from referee.genrm.openai_server import start_tiny_server, tiny_transformers_backend
 from referee.genrm.templates import load_template
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -56,38 +51,6 @@ async def measure(
     return statistics.median(raw_times), statistics.median(judge_times)
 
 
-def start_llm_server() -> tuple[subprocess.Popen[bytes], str]:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "uvicorn",
-            "--factory",
-            "referee.genrm.openai_server:create_tiny_app",
-            "--host",
-            "127.0.0.1",
-            "--port",
-            str(port),
-            "--log-level",
-            "warning",
-        ],
-        env=os.environ.copy(),
-    )
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
-        try:
-            if httpx.get(url + "/v1/models", timeout=2).status_code == 200:
-                return proc, url
-        except httpx.HTTPError:
-            time.sleep(0.2)
-    proc.kill()
-    raise RuntimeError("the test LLM server did not start")
-
-
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m bench.judge", description=__doc__.split("\n")[0])
     ap.add_argument("--items", type=int, default=64)
@@ -103,7 +66,7 @@ def main(argv: list[str] | None = None) -> int:
     raw, judged = asyncio.run(measure(local, batch, args.max_tokens, args.reps))
     rows.append(["transformers (in-process)", raw, judged])
 
-    proc, url = start_llm_server()
+    proc, url = start_tiny_server()
     try:
 
         async def remote() -> tuple[float, float]:

@@ -12,6 +12,10 @@ a reasoning-parser server: text inside ``<think>...</think>`` is returned as
 
 from __future__ import annotations
 
+import os
+import socket
+import subprocess
+import sys
 import time
 import uuid
 from typing import Any
@@ -21,7 +25,7 @@ from pydantic import BaseModel, ConfigDict
 
 from referee.genrm.backend import Completion, LLMBackend, SamplingParams
 
-__all__ = ["create_app", "create_tiny_app", "tiny_transformers_backend"]
+__all__ = ["create_app", "create_tiny_app", "start_tiny_server", "tiny_transformers_backend"]
 
 
 class _Request(BaseModel):
@@ -153,3 +157,41 @@ def tiny_transformers_backend(seed: int = 0) -> Any:
 
 def create_tiny_app() -> FastAPI:
     return create_app(tiny_transformers_backend())
+
+
+def start_tiny_server(timeout_s: float = 120.0) -> tuple[subprocess.Popen[bytes], str]:
+    """Start the tiny model's server in a uvicorn subprocess on a free loopback port; returns
+    the process (terminate it when done) and its URL, once ``/v1/models`` answers."""
+    import httpx
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "uvicorn",
+            "--factory",
+            "referee.genrm.openai_server:create_tiny_app",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--log-level",
+            "warning",
+        ],
+        env=os.environ.copy(),
+    )
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"the test LLM server exited with {proc.returncode}")
+        try:
+            if httpx.get(url + "/v1/models", timeout=2).status_code == 200:
+                return proc, url
+        except httpx.HTTPError:
+            time.sleep(0.2)
+    proc.kill()
+    raise RuntimeError("the test LLM server did not start")

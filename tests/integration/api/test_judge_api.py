@@ -3,17 +3,14 @@ server, and the openai backend against a real OpenAI-compatible server of the sa
 
 from __future__ import annotations
 
-import os
-import socket
-import subprocess
-import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
+
+from referee.genrm.openai_server import start_tiny_server
 
 Server = Any
 GENRM = {"type": "genrm", "label_probs": True, "reference": "4"}
@@ -50,35 +47,8 @@ def judged(tmp_path_factory: pytest.TempPathFactory, referee_server_factory: Any
 
 @pytest.fixture(scope="module")
 def llm_server() -> Iterator[str]:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "uvicorn",
-            "--factory",
-            "referee.genrm.openai_server:create_tiny_app",
-            "--host",
-            "127.0.0.1",
-            "--port",
-            str(port),
-            "--log-level",
-            "warning",
-        ],
-        env=os.environ.copy(),
-    )
-    url = f"http://127.0.0.1:{port}"
+    proc, url = start_tiny_server()
     try:
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline:
-            assert proc.poll() is None
-            try:
-                if httpx.get(url + "/v1/models", timeout=2).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                time.sleep(0.2)
         yield url
     finally:
         proc.terminate()

@@ -5,11 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import math
-import os
-import socket
-import subprocess
-import sys
-import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -18,7 +13,7 @@ import pytest
 
 from referee.genrm.backend import LLMBackend, SamplingParams, StructuredOutput
 from referee.genrm.openai_backend import OpenAIBackend, OpenAIBackendError
-from referee.genrm.openai_server import tiny_transformers_backend
+from referee.genrm.openai_server import start_tiny_server, tiny_transformers_backend
 
 CHAT = [{"role": "user", "content": "Is 2 + 2 = 4? Answer Y or N."}]
 
@@ -30,35 +25,8 @@ def tiny() -> Any:
 
 @pytest.fixture(scope="module")
 def llm_server() -> Iterator[str]:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "uvicorn",
-            "--factory",
-            "referee.genrm.openai_server:create_tiny_app",
-            "--host",
-            "127.0.0.1",
-            "--port",
-            str(port),
-            "--log-level",
-            "warning",
-        ],
-        env=os.environ.copy(),
-    )
-    url = f"http://127.0.0.1:{port}"
+    proc, url = start_tiny_server()
     try:
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline:
-            assert proc.poll() is None, "the test LLM server exited"
-            try:
-                if httpx.get(url + "/v1/models", timeout=2).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                time.sleep(0.2)
         yield url
     finally:
         proc.terminate()
