@@ -72,6 +72,22 @@ def _split_reasoning(text: str) -> tuple[str | None, str]:
 
 def create_app(backend: LLMBackend, reasoning: bool = False) -> FastAPI:
     app = FastAPI(title="referee test LLM server")
+    load = {"in_flight": 0, "max_in_flight": 0, "requests": 0}
+
+    @app.middleware("http")
+    async def count(request: Any, call_next: Any) -> Any:
+        # how many generation requests overlap: shows whether a client fans out concurrently
+        load["in_flight"] += 1
+        load["requests"] += 1
+        load["max_in_flight"] = max(load["max_in_flight"], load["in_flight"])
+        try:
+            return await call_next(request)
+        finally:
+            load["in_flight"] -= 1
+
+    @app.get("/stats")
+    async def stats() -> dict[str, int]:
+        return dict(load)
 
     def envelope(kind: str, choices: list[dict[str, Any]], comps: list[Completion]) -> Any:
         return {

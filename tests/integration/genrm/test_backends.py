@@ -127,3 +127,21 @@ def test_server_errors_are_retried_then_raised() -> None:
     with pytest.raises(OpenAIBackendError, match="503"):
         asyncio.run(_mock(handler).generate([CHAT], SamplingParams()))
     assert calls["n"] == 4
+
+
+def test_openai_backend_fans_out_concurrently(llm_server: str) -> None:
+    before = httpx.get(llm_server + "/stats").json()
+
+    async def run() -> Any:
+        backend = OpenAIBackend(llm_server, model="tiny-llama", concurrency=4)
+        try:
+            return await backend.generate(
+                [f"{k} + {k} =" for k in range(12)], SamplingParams(max_tokens=24)
+            )
+        finally:
+            await backend.close()
+
+    out = asyncio.run(run())
+    after = httpx.get(llm_server + "/stats").json()
+    assert len(out) == 12 and after["requests"] - before["requests"] >= 12
+    assert 2 <= after["max_in_flight"] <= 4 + 1  # overlapping, within the limit (+ this probe)
