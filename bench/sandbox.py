@@ -256,7 +256,10 @@ def main(argv: list[str] | None = None) -> int:
             f"| {workload} | {mode} | {p50:.1f} | {p95:.1f} | {jobs_s:.1f} | {runs_s:.1f} "
             f"| {ratio:.2f}x |"
         )
-    lines += ["", "Not measured here: SandboxFusion (out of scope of this run)."]
+    lines += [
+        "",
+        "SandboxFusion is compared by bench/sandbox_fusion.py (it needs a running server).",
+    ]
     if docker_note:
         lines += ["", docker_note + "."]
     text = "\n".join(lines) + "\n"
