@@ -5,6 +5,7 @@ from referee.client import RefereeClient
 
 from referee.client.errors import (
     APIError,
+    Conflict,
     InternalServerError,
     InvalidRequest,
     NotFound,
@@ -16,6 +17,7 @@ from referee.client.errors import (
     TransportError,
     Unauthorized,
 )
+from referee.client.job_models import JobProgress, JobRequest, JobState, JobStatus
 from referee.client.models import (
     CodeGrader,
     FormatGrader,
@@ -24,6 +26,7 @@ from referee.client.models import (
     MathVerifyRequest,
     MathVerifyResponse,
     MultipleChoiceGrader,
+    PRMGrader,
     RewardItem,
     RewardResult,
     RewardsRequest,
@@ -40,15 +43,21 @@ __all__ = [
     "APIError",
     "AsyncRefereeClient",
     "CodeGrader",
+    "Conflict",
     "FormatGrader",
     "GroupStats",
     "InternalServerError",
     "InvalidRequest",
+    "JobProgress",
+    "JobRequest",
+    "JobState",
+    "JobStatus",
     "MathGrader",
     "MathVerifyRequest",
     "MathVerifyResponse",
     "MultipleChoiceGrader",
     "NotFound",
+    "PRMGrader",
     "PayloadTooLarge",
     "RefereeClient",
     "RefereeError",

@@ -7,6 +7,7 @@
         ├── InvalidRequest        400/422: the request is malformed or fails validation
         ├── Unauthorized          401: missing or unknown API key
         ├── NotFound              404: no such route or resource
+        ├── Conflict              409: the id is taken by a different request
         ├── PayloadTooLarge       413: too many items or too large a body
         ├── TooManyRequests       429: every sandbox slot is busy; retry after a moment
         ├── ServiceUnavailable    503: a component is not available (retried by the SDK)
@@ -23,6 +24,7 @@ from typing import Any, ClassVar
 
 __all__ = [
     "APIError",
+    "Conflict",
     "InternalServerError",
     "InvalidRequest",
     "NotFound",
@@ -97,6 +99,12 @@ class NotFound(APIError):
     title = "Not found"
 
 
+class Conflict(APIError):
+    status = 409
+    type = "conflict"
+    title = "Conflict"
+
+
 class PayloadTooLarge(APIError):
     status = 413
     type = "payload-too-large"
@@ -130,6 +138,7 @@ _BY_TYPE: dict[str, type[APIError]] = {
         InvalidRequest,
         Unauthorized,
         NotFound,
+        Conflict,
         PayloadTooLarge,
         TooManyRequests,
         ServiceUnavailable,
@@ -142,6 +151,7 @@ _BY_STATUS: dict[int, type[APIError]] = {
     403: Unauthorized,
     404: NotFound,
     405: NotFound,
+    409: Conflict,
     413: PayloadTooLarge,
     422: InvalidRequest,
     429: TooManyRequests,

@@ -46,6 +46,7 @@ __all__ = [
     "MathVerifyRequest",
     "MathVerifyResponse",
     "MultipleChoiceGrader",
+    "PRMGrader",
     "Problem",
     "RewardItem",
     "RewardResult",
@@ -195,6 +196,34 @@ class GenRMGrader(_Model):
     pairwise_score: Literal["win_rate", "bradley_terry"] = "win_rate"
 
 
+class PRMGrader(_Model):
+    """Monte Carlo process reward: each step of the response is valued by sampling completions
+    from its prefix with the server's policy model and checking their final answers against
+    ``reference`` (the score aggregates the step values). Costly: through ``POST /v1/jobs``,
+    or in ``/v1/rewards`` within the server's rollout budget."""
+
+    type: Literal["prm_mc"] = "prm_mc"
+    reference: str = Field(..., min_length=1, max_length=20_000, examples=["\\frac{1}{2}"])
+    problem: str | None = Field(
+        None, max_length=100_000, description="The problem text; default: the item's prompt."
+    )
+    n_rollouts: int = Field(8, ge=1, le=256, description="Completions sampled per step prefix.")
+    mode: Literal["per_step", "binary_search"] = Field(
+        "per_step",
+        description="per_step: every prefix, N·(S-1) rollouts; binary_search (OmegaPRM): the "
+        "first wrong step by bisection, N·⌈log2 S⌉ rollouts, hard labels only.",
+    )
+    split: Literal["auto", "step_markers", "blank_lines", "lines", "delimiter"] = "auto"
+    delimiter: str | None = Field(None, min_length=1, max_length=64)
+    max_tokens: int = Field(512, ge=1, le=32_768)
+    temperature: float = Field(0.8, ge=0, le=2)
+    top_p: float = Field(1.0, gt=0, le=1)
+    seed: int | None = None
+    aggregate: Literal["min", "mean", "last"] = Field(
+        "min", description="The item's score from its step values (hard labels in binary_search)."
+    )
+
+
 Grader = Annotated[
     MathGrader
     | MultipleChoiceGrader
@@ -203,6 +232,7 @@ Grader = Annotated[
     | CodeGrader
     | RubricGrader
     | GenRMGrader
+    | PRMGrader
     | WeightedGrader,
     Field(discriminator="type"),
 ]

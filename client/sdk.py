@@ -18,7 +18,7 @@ from __future__ import annotations
 import asyncio
 import random
 import time
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any, TypeVar
 
 import httpx
@@ -31,6 +31,7 @@ from referee.client.errors import (
     TransportError,
     error_for_problem,
 )
+from referee.client.job_models import JobStatus
 from referee.client.models import (
     MathVerifyRequest,
     MathVerifyResponse,
@@ -86,6 +87,23 @@ def _chunks(items: list[RewardItem], size: int) -> Iterator[list[RewardItem]]:
         chunk.extend(unit)
     if chunk:
         yield chunk
+
+
+def _job_payload(
+    items: Sequence[RewardItem | Mapping[str, Any]],
+    job_id: str | None,
+    pass_threshold: float,
+    chunk_size: int | None,
+) -> dict[str, Any]:
+    payload: dict[str, Any] = {
+        "items": [i.model_dump(mode="json") for i in _as_items(items)],
+        "pass_threshold": pass_threshold,
+    }
+    if job_id is not None:
+        payload["id"] = job_id
+    if chunk_size is not None:
+        payload["chunk_size"] = chunk_size
+    return payload
 
 
 def _payload(chunk: list[RewardItem], pass_threshold: float) -> dict[str, Any]:
@@ -169,9 +187,12 @@ class RefereeClient(_Base):
         )
 
     def _post(self, path: str, payload: dict[str, Any], model: type[M]) -> M:
+        return self._send("POST", path, payload, model)
+
+    def _send(self, method: str, path: str, payload: dict[str, Any] | None, model: type[M]) -> M:
         for attempt in range(self.max_retries + 1):
             try:
-                response = self._http.post(path, json=payload)
+                response = self._http.request(method, path, json=payload)
             except httpx.TimeoutException as exc:
                 if attempt >= self.max_retries:
                     raise RequestTimeout(f"no answer from {self.base_url}{path} in time") from exc
@@ -230,6 +251,48 @@ class RefereeClient(_Base):
         """The languages the server can run, and its isolation backend."""
         return self._get("/v1/sandbox/languages", SandboxLanguages)
 
+    def submit(
+        self,
+        items: Sequence[RewardItem | Mapping[str, Any]],
+        *,
+        job_id: str | None = None,
+        pass_threshold: float = 1.0,
+        chunk_size: int | None = None,
+    ) -> JobStatus:
+        """Submit a reward batch as a job (``prm_mc`` graders, very large batches). With
+        ``job_id``, submitting again returns the same job (safe to retry)."""
+        payload = _job_payload(items, job_id, pass_threshold, chunk_size)
+        return self._send("POST", "/v1/jobs", payload, JobStatus)
+
+    def job(self, job_id: str) -> JobStatus:
+        return self._send("GET", f"/v1/jobs/{job_id}", None, JobStatus)
+
+    def cancel(self, job_id: str) -> JobStatus:
+        return self._send("DELETE", f"/v1/jobs/{job_id}", None, JobStatus)
+
+    def wait(
+        self,
+        job: str | JobStatus,
+        *,
+        progress: Callable[[JobStatus], None] | None = None,
+        poll_s: float = 0.5,
+        timeout_s: float | None = None,
+    ) -> JobStatus:
+        """Poll until the job has finished (succeeded, failed or cancelled) and return it;
+        ``progress`` is called with each status seen. A job the server no longer knows raises
+        :class:`NotFound`; no end within ``timeout_s`` raises :class:`RequestTimeout`."""
+        job_id = job if isinstance(job, str) else job.id
+        deadline = None if timeout_s is None else time.monotonic() + timeout_s
+        while True:
+            status = self.job(job_id)
+            if progress is not None:
+                progress(status)
+            if status.state.finished:
+                return status
+            if deadline is not None and time.monotonic() > deadline:
+                raise RequestTimeout(f"job {job_id} did not finish within {timeout_s:g} s")
+            time.sleep(poll_s)
+
     def health(self) -> bool:
         try:
             return self._http.get("/healthz").status_code == 200
@@ -268,10 +331,15 @@ class AsyncRefereeClient(_Base):
         self._limit = asyncio.Semaphore(max_concurrency)
 
     async def _post(self, path: str, payload: dict[str, Any], model: type[M]) -> M:
+        return await self._send("POST", path, payload, model)
+
+    async def _send(
+        self, method: str, path: str, payload: dict[str, Any] | None, model: type[M]
+    ) -> M:
         for attempt in range(self.max_retries + 1):
             try:
                 async with self._limit:
-                    response = await self._http.post(path, json=payload)
+                    response = await self._http.request(method, path, json=payload)
             except httpx.TimeoutException as exc:
                 if attempt >= self.max_retries:
                     raise RequestTimeout(f"no answer from {self.base_url}{path} in time") from exc
@@ -331,6 +399,43 @@ class AsyncRefereeClient(_Base):
 
     async def sandbox_languages(self) -> SandboxLanguages:
         return await self._get("/v1/sandbox/languages", SandboxLanguages)
+
+    async def submit(
+        self,
+        items: Sequence[RewardItem | Mapping[str, Any]],
+        *,
+        job_id: str | None = None,
+        pass_threshold: float = 1.0,
+        chunk_size: int | None = None,
+    ) -> JobStatus:
+        payload = _job_payload(items, job_id, pass_threshold, chunk_size)
+        return await self._send("POST", "/v1/jobs", payload, JobStatus)
+
+    async def job(self, job_id: str) -> JobStatus:
+        return await self._send("GET", f"/v1/jobs/{job_id}", None, JobStatus)
+
+    async def cancel(self, job_id: str) -> JobStatus:
+        return await self._send("DELETE", f"/v1/jobs/{job_id}", None, JobStatus)
+
+    async def wait(
+        self,
+        job: str | JobStatus,
+        *,
+        progress: Callable[[JobStatus], None] | None = None,
+        poll_s: float = 0.5,
+        timeout_s: float | None = None,
+    ) -> JobStatus:
+        job_id = job if isinstance(job, str) else job.id
+        deadline = None if timeout_s is None else time.monotonic() + timeout_s
+        while True:
+            status = await self.job(job_id)
+            if progress is not None:
+                progress(status)
+            if status.state.finished:
+                return status
+            if deadline is not None and time.monotonic() > deadline:
+                raise RequestTimeout(f"job {job_id} did not finish within {timeout_s:g} s")
+            await asyncio.sleep(poll_s)
 
     async def health(self) -> bool:
         try:

@@ -16,10 +16,14 @@ from fastapi import Depends, FastAPI, Request, Response
 
 from referee.client.errors import PayloadTooLarge
 from referee.genrm.backend import LLMBackend
+from referee.genrm.prm import MemoryRolloutCache
 from referee.services.auth import require_api_key
 from referee.services.errors import install_error_handlers, problem_response
+from referee.services.job_runner import Components
+from referee.services.jobs import build_jobs
+from referee.services.llm_backends import build_policy
 from referee.services.metrics import Metrics
-from referee.services.routes import compat, health, judge, rewards, sandbox
+from referee.services.routes import compat, health, jobs, judge, rewards, sandbox
 from referee.services.sandbox_executor import SandboxExecutor
 from referee.services.settings import Settings
 from referee.verifiers import CheckPool
@@ -72,6 +76,20 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         executor = SandboxExecutor(settings)
         app.state.sandbox = executor
         app.state.judge = await asyncio.to_thread(build_judge, settings)
+        app.state.policy = await asyncio.to_thread(build_policy, settings)
+        app.state.prm_cache = MemoryRolloutCache()
+        app.state.jobs = build_jobs(
+            settings,
+            Components(
+                settings=settings,
+                pool=pool,
+                sandbox=executor,
+                judge=app.state.judge,
+                policy=app.state.policy,
+                prm_cache=app.state.prm_cache,
+                metrics=app.state.metrics,
+            ),
+        )
         # Start every worker now, so the first batch does not pay for it; probe the sandbox.
         await asyncio.gather(
             pool.amap(verify, [("1", "1")] * settings.math_workers, timeout_s=60.0),
@@ -80,10 +98,13 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         try:
             yield
         finally:
+            await app.state.jobs.close()
             executor.close()
             pool.close()
             if app.state.judge is not None:
                 await app.state.judge.close()
+            if app.state.policy is not None:
+                await app.state.policy.close()
 
     app = FastAPI(
         title="referee",
@@ -98,6 +119,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(compat.ping_router)
     app.include_router(rewards.router, dependencies=[Depends(require_api_key)])
     app.include_router(judge.router, dependencies=[Depends(require_api_key)])
+    app.include_router(jobs.router, dependencies=[Depends(require_api_key)])
     app.include_router(sandbox.router, dependencies=[Depends(require_api_key)])
     # veRL's SandboxFusion client sends no key: the operator may leave /run_code open.
     compat_deps = [] if settings.compat_without_api_key else [Depends(require_api_key)]

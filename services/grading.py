@@ -78,6 +78,8 @@ def score_item(grader: dict[str, Any], response: str) -> tuple[float | None, dic
         return total, {"outcome": "weighted", "parts": breakdown}
     if kind == "code":
         raise ValueError("code graders run on the sandbox executor (resolve_code_leaves)")
+    if kind == "prm_mc":
+        raise ValueError("prm_mc graders run on the policy backend (resolve_prm_leaves)")
     if kind in ("rubric", "genrm"):
         raise ValueError("judge graders run on the judge backend (resolve_judge_leaves)")
     raise ValueError(f"unknown grader type {kind!r}")

@@ -14,22 +14,37 @@ import asyncio
 import logging
 import statistics
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from referee.client.errors import ServiceUnavailable
 from referee.client.models import GroupStats, RewardItem, RewardResult, RewardsResponse
 from referee.genrm.backend import LLMBackend
+from referee.genrm.prm import RolloutCache
 from referee.services.code_grading import has_code, resolve_code_leaves
 from referee.services.grading import count_math_leaves, score_item
 from referee.services.judge_grading import has_judge, require_judge, resolve_judge_leaves
 from referee.services.metrics import Metrics
+from referee.services.prm_grading import has_prm, pool_check, require_policy, resolve_prm_leaves
 from referee.services.sandbox_executor import SandboxExecutor
 from referee.verifiers import CheckPool, TimedOut, WorkerFailed
 
 log = logging.getLogger("referee.rewards")
 
-__all__ = ["group_stats", "score_batch", "to_result"]
+__all__ = ["PRMOptions", "group_stats", "score_batch", "to_result"]
+
+
+@dataclass(slots=True)
+class PRMOptions:
+    """How ``prm_mc`` leaves run: the policy backend, the shared rollout cache, the rollout
+    budget (``/v1/rewards``: the synchronous limit; jobs: none), progress, error handling."""
+
+    policy: LLMBackend | None = None
+    cache: RolloutCache | None = None
+    budget: int | None = None
+    progress: Callable[[int], None] | None = None
+    propagate_errors: bool = False
 
 
 def to_result(item_id: str, grader_type: str, outcome: Any) -> RewardResult:
@@ -135,12 +150,25 @@ async def score_batch(
     sandbox: SandboxExecutor | None = None,
     judge: LLMBackend | None = None,
     judge_templates: str | None = None,
+    prm: PRMOptions | None = None,
 ) -> RewardsResponse:
     start = time.perf_counter()
     graders = [item.grader.model_dump() for item in items]
     responses = [item.response for item in items]
     if any(has_judge(g) for g in graders):
         graders = await resolve_judge_leaves(graders, items, require_judge(judge), judge_templates)
+    if any(has_prm(g) for g in graders):
+        prm = prm or PRMOptions()
+        graders = await resolve_prm_leaves(
+            graders,
+            items,
+            require_policy(prm.policy),
+            pool_check(pool, timeout_s),
+            cache=prm.cache,
+            budget=prm.budget,
+            progress=prm.progress,
+            propagate_errors=prm.propagate_errors,
+        )
     code = [i for i, g in enumerate(graders) if has_code(g)]
     if code:
         if sandbox is None:

@@ -79,6 +79,39 @@ class Settings(BaseSettings):
     judge_templates_dir: str | None = Field(
         None, description="A directory whose <template>.txt files replace the packaged ones."
     )
+    policy_backend: Literal["none", "transformers", "openai"] = Field(
+        "none",
+        description="The policy model prm_mc graders sample rollouts from; none: they answer 503.",
+    )
+    policy_model: str | None = Field(
+        None,
+        description="openai: the served model's name; transformers: a local path (or "
+        "`tiny-random` for tests and demos).",
+    )
+    policy_base_url: str | None = Field(None, description="openai: the server, e.g. http://h:8002")
+    policy_api_key: str | None = None
+    policy_concurrency: int = Field(32, ge=1, description="openai: requests in flight at once.")
+    prm_sync_max_rollouts: int = Field(
+        256,
+        ge=0,
+        description="Most rollouts the prm_mc graders of one /v1/rewards call may plan; more "
+        "must go through POST /v1/jobs.",
+    )
+    job_concurrency: int = Field(
+        1, ge=1, le=64, description="Embedded mode (no broker): jobs run at once in the server."
+    )
+    job_time_limit_s: float = Field(
+        6 * 3600.0, gt=0, description="A job still running after this long fails."
+    )
+    job_lease_s: float = Field(
+        30.0,
+        gt=0,
+        description="A running job's worker renews its lease every third of this; a job whose "
+        "lease lapsed (its worker died) is queued again and resumes from its saved chunks.",
+    )
+    job_ttl_s: int = Field(7 * 86400, ge=60, description="Finished jobs are kept this long.")
+    max_job_items: int = Field(200_000, ge=1, description="Most items in one job.")
+    job_queue: str = Field("referee", description="The Celery queue jobs are sent to.")
     compat_without_api_key: bool = Field(
         False,
         description="Serve the SandboxFusion route /run_code without an API key even when keys "

@@ -15,7 +15,7 @@ from referee.client.models import (
     RewardsRequest,
     RewardsResponse,
 )
-from referee.services.reward_batch import score_batch
+from referee.services.reward_batch import PRMOptions, score_batch
 from referee.verifiers import TimedOut, WorkerFailed
 from referee.verifiers.math import verify
 
@@ -51,6 +51,11 @@ async def rewards(body: RewardsRequest, request: Request) -> RewardsResponse:
         request.app.state.sandbox,
         judge=request.app.state.judge,
         judge_templates=settings.judge_templates_dir,
+        prm=PRMOptions(
+            policy=request.app.state.policy,
+            cache=request.app.state.prm_cache,
+            budget=settings.prm_sync_max_rollouts,
+        ),
     )
 
 

@@ -1,0 +1,194 @@
+"""The Celery app: jobs run on ``referee worker`` processes, Redis is broker and result store.
+
+    REFEREE_BROKER_URL=redis://127.0.0.1:6379/0 referee worker --concurrency 2
+
+Reliability, task by task:
+
+* acknowledged late (``acks_late``) and rejected back to the queue when its worker process is
+  lost (``reject_on_worker_lost``); one message at a time per process (prefetch 1);
+* a running job holds a lease in Redis that a heartbeat thread renews every third of
+  ``REFEREE_JOB_LEASE_S``. A worker killed outright (SIGKILL, a lost machine) stops renewing;
+  every worker runs a reaper thread that finds running jobs whose lease lapsed and queues them
+  again, once. The next attempt resumes from the job's saved chunks, so nothing is lost, and a
+  second delivery of a job whose lease is alive is dropped (the job is idempotent by its id);
+* transient failures (Redis or an LLM server unreachable) are retried with exponential backoff;
+  the store's client itself reconnects through a Redis restart;
+* each job is bounded by ``REFEREE_JOB_TIME_LIMIT_S`` (and Celery's hard time limit above it).
+
+Nothing happens at import: :func:`make_celery` builds the app from settings.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import socket
+import threading
+from collections.abc import Coroutine
+from typing import Any, TypeVar
+
+from celery import Celery
+from celery.signals import worker_ready, worker_shutdown
+
+from referee.services.settings import Settings
+
+__all__ = ["WorkerRuntime", "make_celery", "reap_once"]
+
+log = logging.getLogger("referee.worker")
+T = TypeVar("T")
+
+
+class WorkerRuntime:
+    """What one worker process keeps between tasks: an event loop thread, the check pool, the
+    sandbox, the LLM backends and the job store (built at its first task, after the fork)."""
+
+    _current: WorkerRuntime | None = None
+    _lock = threading.Lock()
+
+    def __init__(self, settings: Settings) -> None:
+        from referee.genrm.prm import RedisRolloutCache
+        from referee.services.app import build_judge
+        from referee.services.job_runner import Components
+        from referee.services.job_store import RedisJobStore
+        from referee.services.llm_backends import build_policy
+        from referee.services.sandbox_executor import SandboxExecutor
+        from referee.verifiers import CheckPool
+
+        assert settings.broker_url
+        self.settings = settings
+        self.store = RedisJobStore.from_url(settings.broker_url, ttl_s=settings.job_ttl_s)
+        self.loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self.loop.run_forever, daemon=True)
+        self._thread.start()
+        pool = CheckPool(
+            workers=settings.math_workers,
+            timeout_s=settings.math_timeout_s,
+            memory_mb=settings.math_memory_mb,
+        )
+        sandbox = SandboxExecutor(settings)
+        sandbox.start()
+        self.components = Components(
+            settings=settings,
+            pool=pool,
+            sandbox=sandbox,
+            judge=build_judge(settings),
+            policy=build_policy(settings),
+            prm_cache=RedisRolloutCache(self.store._r),
+        )
+        self.name = f"{socket.gethostname()}:{os.getpid()}"
+
+    @classmethod
+    def get(cls, settings: Settings) -> WorkerRuntime:
+        with cls._lock:
+            if cls._current is None or cls._current._pid != os.getpid():
+                cls._current = cls(settings)
+                cls._current._pid = os.getpid()
+            return cls._current
+
+    _pid: int = 0
+
+    def run(self, coro: Coroutine[Any, Any, T]) -> T:
+        return asyncio.run_coroutine_threadsafe(coro, self.loop).result()
+
+
+class _Heartbeat(threading.Thread):
+    def __init__(self, store: Any, job_id: str, worker: str, lease_s: float) -> None:
+        super().__init__(daemon=True, name=f"lease-{job_id}")
+        self.store, self.job_id, self.worker, self.lease_s = store, job_id, worker, lease_s
+        self.stopped = threading.Event()
+
+    def run(self) -> None:
+        while not self.stopped.wait(self.lease_s / 3):
+            try:
+                if not self.store.renew_lease(self.job_id, self.worker, self.lease_s):
+                    self.store.acquire_lease(self.job_id, self.worker, self.lease_s)
+            except Exception as exc:  # Redis away: keep trying; the lease may lapse meanwhile
+                log.warning("lease renewal of job %s failed: %s", self.job_id, exc)
+
+
+def reap_once(store: Any, celery: Celery, lease_s: float) -> list[str]:
+    """Queue again every running job whose lease lapsed (its worker died); returns their ids."""
+    from referee.services.jobs import enqueue
+
+    requeued = []
+    for job_id in store.orphans(older_than_s=lease_s):
+        if store.claim_requeue(job_id, ttl_s=lease_s * 2):
+            log.warning("job %s lost its worker; queued again", job_id)
+            enqueue(celery, job_id)
+            requeued.append(job_id)
+    return requeued
+
+
+def make_celery(settings: Settings) -> Celery:
+    if not settings.broker_url:
+        raise ValueError("REFEREE_BROKER_URL is required for queued jobs (e.g. redis://h:6379/0)")
+    app = Celery("referee", broker=settings.broker_url, backend=settings.broker_url)
+    app.conf.update(
+        task_acks_late=True,
+        task_reject_on_worker_lost=True,
+        worker_prefetch_multiplier=1,
+        task_default_queue=settings.job_queue,
+        task_serializer="json",
+        result_serializer="json",
+        accept_content=["json"],
+        result_expires=settings.job_ttl_s,
+        task_time_limit=settings.job_time_limit_s + 120,
+        broker_connection_retry_on_startup=True,
+        broker_connection_max_retries=None,
+        worker_cancel_long_running_tasks_on_connection_loss=False,
+        # Redelivery of unacknowledged messages is the lease reaper's job, not the broker's.
+        broker_transport_options={"visibility_timeout": max(3600, settings.job_time_limit_s)},
+        worker_hijack_root_logger=False,
+    )
+
+    @app.task(name="referee.run_job", bind=True, max_retries=8)  # type: ignore[untyped-decorator]
+    def run_job(self: Any, job_id: str) -> str:
+        from referee.services.job_runner import execute_job, is_transient
+
+        runtime = WorkerRuntime.get(settings)
+        store, lease_s = runtime.store, settings.job_lease_s
+        if not store.acquire_lease(job_id, runtime.name, lease_s):
+            return "running elsewhere"
+        beat = _Heartbeat(store, job_id, runtime.name, lease_s)
+        beat.start()
+        try:
+            return runtime.run(execute_job(job_id, store, runtime.components, runtime.name))
+        except Exception as exc:
+            if is_transient(exc) and self.request.retries >= self.max_retries:
+                store.finish(job_id, "failed", f"gave up after {self.max_retries} retries: {exc}")
+                return "failed"
+            if is_transient(exc):
+                log.warning("job %s: transient failure, retrying: %s", job_id, exc)
+                delay = min(60, 2 ** (self.request.retries + 1))
+                raise self.retry(exc=exc, countdown=delay) from exc
+            raise
+        finally:
+            beat.stopped.set()
+            try:
+                store.release_lease(job_id, runtime.name)
+            except Exception:  # the lease lapses by itself
+                log.warning("could not release the lease of job %s", job_id)
+
+    stop = threading.Event()
+
+    def reaper() -> None:
+        from referee.services.job_store import RedisJobStore
+
+        assert settings.broker_url
+        store = RedisJobStore.from_url(settings.broker_url, ttl_s=settings.job_ttl_s)
+        while not stop.wait(max(0.5, settings.job_lease_s / 2)):
+            try:
+                reap_once(store, app, settings.job_lease_s)
+            except Exception as exc:
+                log.warning("reaper: %s", exc)
+
+    @worker_ready.connect(weak=False)  # type: ignore[untyped-decorator]
+    def _start_reaper(**_: Any) -> None:
+        threading.Thread(target=reaper, daemon=True, name="referee-reaper").start()
+
+    @worker_shutdown.connect(weak=False)  # type: ignore[untyped-decorator]
+    def _stop_reaper(**_: Any) -> None:
+        stop.set()
+
+    return app

@@ -1,0 +1,58 @@
+"""``/v1/jobs``: submit a long reward batch (``prm_mc`` graders, thousands of items), follow its
+progress, fetch its result, cancel it. Jobs run on Celery workers when a broker is configured,
+in the API process otherwise; the API is the same either way."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter, Request, Response
+
+from referee.client.errors import PayloadTooLarge
+from referee.client.job_models import JobRequest, JobStatus
+from referee.client.models import Problem
+
+__all__ = ["router"]
+
+_PROBLEMS: dict[int | str, dict[str, Any]] = {
+    401: {"model": Problem, "description": "Missing or unknown API key"},
+    404: {"model": Problem, "description": "No such job"},
+    409: {"model": Problem, "description": "The id is taken by a different request"},
+    413: {"model": Problem, "description": "Too many items or too large a body"},
+    422: {"model": Problem, "description": "Invalid request"},
+    503: {"model": Problem, "description": "The job store or queue is unreachable"},
+}
+router = APIRouter(prefix="/v1/jobs", tags=["jobs"], responses=_PROBLEMS)
+
+
+@router.post(
+    "",
+    response_model=JobStatus,
+    status_code=202,
+    summary="Submit a job (a reward batch; PRM graders without a rollout budget)",
+)
+async def submit(body: JobRequest, request: Request, response: Response) -> JobStatus:
+    """Answers 202 with the new job, or 200 with the job already there when the same `id` and
+    request were submitted before (idempotent); 409 when the id holds a different request."""
+    limit = request.app.state.settings.max_job_items
+    if len(body.items) > limit:
+        raise PayloadTooLarge(
+            f"{len(body.items)} items in one job; the limit is {limit}: split it into jobs"
+        )
+    status, created = await request.app.state.jobs.submit(body)
+    response.headers["Location"] = f"/v1/jobs/{status.id}"
+    if not created:
+        response.status_code = 200
+    return status  # type: ignore[no-any-return]
+
+
+@router.get("/{job_id}", response_model=JobStatus, summary="A job's state, progress and result")
+async def get(job_id: str, request: Request) -> JobStatus:
+    return await request.app.state.jobs.get(job_id)  # type: ignore[no-any-return]
+
+
+@router.delete("/{job_id}", response_model=JobStatus, summary="Cancel a job")
+async def cancel(job_id: str, request: Request) -> JobStatus:
+    """A queued job never starts; a running one stops at its next check (between chunks, or
+    between batches of PRM rollouts). A finished job is answered as it is."""
+    return await request.app.state.jobs.cancel(job_id)  # type: ignore[no-any-return]
