@@ -4,8 +4,8 @@
 
 Reliability, task by task:
 
-* acknowledged late (``acks_late``) and rejected back to the queue when its worker process is
-  lost (``reject_on_worker_lost``); one message at a time per process (prefetch 1);
+* acknowledged late (``acks_late``); one message at a time per thread (prefetch 1); jobs run as
+  threads of the worker process (``--pool threads``), sharing its check pool, sandbox and models;
 * a running job holds a lease in Redis that a heartbeat thread renews every third of
   ``REFEREE_JOB_LEASE_S``. A worker killed outright (SIGKILL, a lost machine) stops renewing;
   every worker runs a reaper thread that finds running jobs whose lease lapsed and queues them
@@ -140,6 +140,7 @@ def make_celery(settings: Settings) -> Celery:
         # Redelivery of unacknowledged messages is the lease reaper's job, not the broker's.
         broker_transport_options={"visibility_timeout": max(3600, settings.job_time_limit_s)},
         worker_hijack_root_logger=False,
+        worker_redirect_stdouts=False,
     )
 
     @app.task(name="referee.run_job", bind=True, max_retries=8)  # type: ignore[untyped-decorator]

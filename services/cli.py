@@ -4,6 +4,8 @@ referee serve --port 8000                    # the API, everything in one proces
 referee verify '\\boxed{0.5}' '\\frac12'      # one check, prints the verdict
 referee rewards batch.jsonl --out scored.jsonl [--server http://127.0.0.1:8000]
 referee run sol.cpp --lang cpp --stdin '1 2'  # one program in the sandbox (or --server URL)
+referee worker                                # a Celery worker for jobs (REFEREE_BROKER_URL)
+referee jobs submit items.jsonl --wait        # a job, with a progress bar (see cli_jobs)
 
 `referee run` prints the program's stdout to stdout, its stderr and then a status line to
 stderr, and exits with 0 (ok), 1 (runtime_error), 3 (compile_error), 4 (time_limit),
@@ -315,6 +317,10 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--server", help="run on this referee server instead of in-process")
     run.add_argument("--api-key", default=os.environ.get("REFEREE_API_KEY"))
     run.set_defaults(func=_run)
+
+    from referee.services.cli_jobs import register as register_jobs
+
+    register_jobs(sub)
     return parser
 
 

@@ -9,6 +9,7 @@ from typing import Any
 
 import httpx
 import pytest
+from job_helpers import settle
 
 from referee.client import Conflict, JobState, NotFound, PayloadTooLarge, RefereeClient
 from referee.client.errors import ServiceUnavailable
@@ -168,9 +169,8 @@ def test_cancel_stops_a_running_job(prm_server: Any) -> None:
         cancelled = client.cancel(job.id)
         assert cancelled.state is JobState.CANCELLED
         assert cancelled.error == "cancelled by request"
-        time.sleep(1.5)  # the runner notices at its next check
-        stopped = client.job(job.id)
-        time.sleep(1.5)
+        stopped = settle(client, job.id)  # a batch in flight may still finish
+        time.sleep(2.0)
         later = client.job(job.id)
         assert client.cancel(job.id).state is JobState.CANCELLED  # cancelling again: no change
     assert stopped.state is later.state is JobState.CANCELLED

@@ -1,0 +1,257 @@
+"""Queued jobs with the real parts: a redis-server of the test's own (free port, append-only
+file on), the API with ``REFEREE_BROKER_URL``, and ``referee worker`` processes (Celery, prefork).
+
+What is checked: jobs complete on workers; a worker killed with SIGKILL in the middle of a job ->
+the job finishes on another worker with every result, resumed from its saved chunks; Redis
+restarted while a job runs -> the job still finishes; cancel stops a running job; 200 jobs
+submitted at once all complete.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import pytest
+import redis
+from job_helpers import settle
+
+from referee.client import JobState, RefereeClient
+
+SOLUTION = "Step 1: 2 + 3 = 5\nStep 2: 5 * 2 = 10\nStep 3: check {i}.\nStep 4: \\boxed{{10}}."
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+class Cluster:
+    def __init__(self, tmp: Path, server_factory: Any) -> None:
+        self.tmp = tmp
+        self.redis_port = _free_port()
+        self.redis_proc: subprocess.Popen[bytes] | None = None
+        self.start_redis()
+        self.env = {
+            "REFEREE_BROKER_URL": f"redis://127.0.0.1:{self.redis_port}/0",
+            "REFEREE_POLICY_BACKEND": "transformers",
+            "REFEREE_POLICY_MODEL": "tiny-random",
+            "REFEREE_JOB_LEASE_S": "3",
+            "REFEREE_MATH_WORKERS": "1",
+            "REFEREE_SANDBOX_SLOTS": "1",
+        }
+        self.api = server_factory(tmp, self.env, "api")
+        self.workers: dict[str, subprocess.Popen[bytes]] = {}
+
+    def start_redis(self) -> None:
+        self.redis_proc = subprocess.Popen(
+            [
+                "redis-server",
+                "--port",
+                str(self.redis_port),
+                "--bind",
+                "127.0.0.1",
+                "--dir",
+                str(self.tmp),
+                "--appendonly",
+                "yes",
+                "--appendfsync",
+                "always",
+                "--save",
+                "",
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        client = redis.Redis(port=self.redis_port)
+        for _ in range(100):
+            try:
+                if client.ping():
+                    return
+            except redis.ConnectionError:
+                time.sleep(0.05)
+        raise RuntimeError("redis-server did not start")
+
+    def restart_redis(self, down_s: float) -> None:
+        assert self.redis_proc is not None
+        self.redis_proc.terminate()  # a clean shutdown; the append-only file keeps everything
+        self.redis_proc.wait(timeout=30)
+        time.sleep(down_s)
+        self.start_redis()
+
+    def start_worker(self, name: str) -> None:
+        with open(self.tmp / f"worker-{name}.log", "wb") as log:
+            self.workers[name] = subprocess.Popen(
+                [
+                    sys.executable,
+                    "-m",
+                    "referee.services.cli",
+                    "worker",
+                    "--concurrency",
+                    "1",
+                    "--hostname",
+                    f"{name}@%h",
+                    "--loglevel",
+                    "warning",
+                ],
+                env={**os.environ, **self.env},
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+
+    def kill_worker(self, name: str) -> None:
+        proc = self.workers.pop(name)
+        os.killpg(proc.pid, signal.SIGKILL)  # the worker and its pool processes, no goodbye
+        proc.wait(timeout=30)
+
+    def owner_of(self, pid: int) -> str | None:
+        """The worker whose process tree holds ``pid``."""
+        while pid > 1:
+            for name, proc in self.workers.items():
+                if proc.pid == pid:
+                    return name
+            try:
+                stat = Path(f"/proc/{pid}/stat").read_text()
+            except OSError:
+                return None
+            pid = int(stat.rsplit(")", 1)[1].split()[1])
+        return None
+
+    def close(self) -> None:
+        for name in list(self.workers):
+            self.kill_worker(name)
+        if self.redis_proc is not None:
+            self.redis_proc.terminate()
+            self.redis_proc.wait(timeout=30)
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory, referee_server_factory: Any) -> Iterator[Any]:
+    c = Cluster(tmp_path_factory.mktemp("queued"), referee_server_factory)
+    c.start_worker("w1")
+    c.start_worker("w2")
+    yield c
+    c.close()
+
+
+def prm_items(n: int, tag: str, rollouts: int = 8) -> list[dict[str, Any]]:
+    return [
+        {
+            "id": f"{tag}{i}",
+            "prompt": "Compute (2 + 3) * 2.",
+            "response": SOLUTION.format(i=f"{tag}{i}"),  # distinct: no shared prefixes
+            "grader": {
+                "type": "prm_mc",
+                "reference": "10",
+                "n_rollouts": rollouts,
+                "max_tokens": 16,
+            },
+        }
+        for i in range(n)
+    ]
+
+
+def wait_for(client: RefereeClient, job_id: str, done: int, timeout_s: float = 180) -> Any:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        status = client.job(job_id)
+        if status.progress.done >= done and status.worker:
+            return status
+        time.sleep(0.1)
+    raise AssertionError(f"job {job_id} made no progress: {status}")
+
+
+def test_a_job_runs_on_a_worker(cluster: Cluster) -> None:
+    items = [
+        {"id": str(i), "response": f"\\boxed{{{i}}}", "grader": {"type": "math", "reference": "3"}}
+        for i in range(20)
+    ]
+    with RefereeClient(cluster.api.url) as client:
+        job = client.submit(items)
+        assert job.state is JobState.QUEUED
+        done = client.wait(job, timeout_s=180)
+    assert done.state is JobState.SUCCEEDED, done.error
+    assert done.worker is not None and done.worker.split(":")[0] == socket.gethostname()
+    assert done.result is not None
+    assert [r.score for r in done.result.rewards] == [1.0 if i == 3 else 0.0 for i in range(20)]
+
+
+def test_a_worker_killed_mid_job_loses_nothing(cluster: Cluster) -> None:
+    with RefereeClient(cluster.api.url) as client:
+        job = client.submit(prm_items(24, "k"), chunk_size=1)
+        running = wait_for(client, job.id, done=2)
+        victim = cluster.owner_of(int(running.worker.rsplit(":", 1)[1]))
+        assert victim is not None, running.worker
+        cluster.kill_worker(victim)
+        done = client.wait(job.id, timeout_s=300)
+        cluster.start_worker(victim)  # back to two workers for the next tests
+    assert done.state is JobState.SUCCEEDED, done.error
+    assert done.attempts >= 2 and done.worker != running.worker
+    assert done.progress.done == done.progress.total == 24
+    assert done.result is not None
+    assert [r.id for r in done.result.rewards] == [f"k{i}" for i in range(24)]
+    assert all(r.details["outcome"] == "prm" for r in done.result.rewards)
+    assert all(len(r.details["steps"]) == 4 for r in done.result.rewards)
+
+
+def test_redis_restarted_while_a_job_runs(cluster: Cluster) -> None:
+    with RefereeClient(cluster.api.url, max_retries=8, backoff_s=0.5) as client:
+        job = client.submit(prm_items(12, "r"), chunk_size=1)
+        wait_for(client, job.id, done=1)
+        cluster.restart_redis(down_s=2.0)
+        done = client.wait(job.id, timeout_s=300)
+    assert done.state is JobState.SUCCEEDED, done.error
+    assert done.progress.done == 12
+    assert done.result is not None and len(done.result.rewards) == 12
+
+
+def test_cancel_stops_a_running_job(cluster: Cluster) -> None:
+    with RefereeClient(cluster.api.url) as client:
+        job = client.submit(prm_items(40, "c", rollouts=16), chunk_size=1)
+        wait_for(client, job.id, done=1)
+        assert client.cancel(job.id).state is JobState.CANCELLED
+        stopped = settle(client, job.id)  # a batch in flight may still finish
+        time.sleep(2.0)
+        later = client.job(job.id)
+        # the workers are free again: a new job runs
+        after = client.wait(client.submit(prm_items(1, "after", rollouts=1)), timeout_s=120)
+    assert later.state is JobState.CANCELLED
+    assert stopped.progress.done < 40
+    assert (later.progress.done, later.progress.rollouts) == (
+        stopped.progress.done,
+        stopped.progress.rollouts,
+    )
+    assert after.state is JobState.SUCCEEDED
+
+
+def test_two_hundred_jobs_at_once_all_complete(cluster: Cluster) -> None:
+    def one(i: int) -> str:
+        item = {
+            "id": "x",
+            "response": f"\\boxed{{{i}}}",
+            "grader": {"type": "math", "reference": str(i)},
+        }
+        with RefereeClient(cluster.api.url) as client:
+            return client.submit([item], job_id=f"many-{i}").id
+
+    with ThreadPoolExecutor(16) as pool:
+        ids = list(pool.map(one, range(200)))
+    workers = set()
+    with RefereeClient(cluster.api.url) as client:
+        for job_id in ids:
+            done = client.wait(job_id, poll_s=0.2, timeout_s=300)
+            assert done.state is JobState.SUCCEEDED, (job_id, done.error)
+            assert done.result is not None and done.result.rewards[0].score == 1.0
+            workers.add(cluster.owner_of(int(str(done.worker).rsplit(":", 1)[1])))
+    assert len(set(ids)) == 200
+    assert len(workers - {None}) == 2  # both workers took jobs
