@@ -176,6 +176,12 @@ class RubricGrader(_Model):
     criteria: list[RubricCriterion] = Field(..., min_length=1, max_length=32)
     mode: Literal["explicit", "implicit"] = "explicit"
     reference: str | None = Field(None, max_length=20_000)
+    structured_verdict: bool = Field(
+        False,
+        description="Constrain the judge's output to a rationale ending in the `[RESULT] ...` "
+        "line with structured outputs (vllm backend; OpenAI-compatible servers that accept "
+        "`structured_outputs`); the transformers backend ignores it.",
+    )
 
 
 class GenRMGrader(_Model):
@@ -194,6 +200,12 @@ class GenRMGrader(_Model):
         False, description="Pointwise binary: the score is P(Yes)/(P(Yes)+P(No)) of the judge."
     )
     pairwise_score: Literal["win_rate", "bradley_terry"] = "win_rate"
+    structured_verdict: bool = Field(
+        False,
+        description="Constrain the judge's output to a rationale ending in the `[RESULT] ...` "
+        "line with structured outputs (vllm backend; OpenAI-compatible servers that accept "
+        "`structured_outputs`); the transformers backend ignores it.",
+    )
 
 
 class PRMGrader(_Model):

@@ -7,7 +7,11 @@ judge's own probabilities). Backends:
 
 * :mod:`referee.genrm.transformers_backend` -- in-process, CPU or one GPU; small judges, tests;
 * :mod:`referee.genrm.openai_backend` -- any OpenAI-compatible server over async httpx;
-* ``vllm`` -- in-process vLLM on GPUs (not built yet).
+* :mod:`referee.genrm.vllm_backend` -- in-process vLLM on GPUs (``pip install 'referee[vllm]'``).
+
+Structured outputs (:attr:`SamplingParams.structured`) are enforced by the vllm backend and sent
+by the openai backend (which falls back to a plain request where a server refuses them); the
+transformers backend ignores them.
 """
 
 from __future__ import annotations

@@ -13,6 +13,13 @@ item ``score=None`` with the reason (a trainer skips it), never an exception.
   verdicts averaged (``mean``) or majority-voted (``majority``).
 * pairwise: every pair of a group judged as (A, B) and (B, A), so position bias cancels; ties
   count half; the score of a response is its win rate or its Bradley-Terry strength.
+
+``structured=True`` asks the backend to constrain the judge's output to the packaged templates'
+shape, a rationale (without ``[``) ending in the verdict line (:data:`VERDICT_REGEX`), with
+structured outputs: enforced by the ``vllm`` backend and by OpenAI-compatible servers that take
+``structured_outputs`` (the ``openai`` backend falls back to a plain request where a server
+refuses it); the ``transformers`` backend ignores it. Leave it off with custom templates that ask
+for another verdict format.
 """
 
 from __future__ import annotations
@@ -23,12 +30,13 @@ from dataclasses import dataclass, field
 from itertools import combinations
 from typing import Any, Literal
 
-from referee.genrm.backend import Completion, LLMBackend, SamplingParams
+from referee.genrm.backend import Completion, LLMBackend, SamplingParams, StructuredOutput
 from referee.genrm.guards import fence, screen
 from referee.genrm.templates import load_template, reference_block
 from referee.genrm.verdicts import VerdictError, parse_choice, parse_score, parse_yes_no
 
 __all__ = [
+    "VERDICT_REGEX",
     "Criterion",
     "JudgeItem",
     "JudgeResult",
@@ -38,6 +46,19 @@ __all__ = [
     "judge_pointwise",
     "judge_rubric",
 ]
+
+
+_RATIONALE = r"[^\[]*"
+VERDICT_REGEX = {
+    "yes_no": _RATIONALE + r"\[RESULT\] (Yes|No)",
+    "score": _RATIONALE + r"\[RESULT\] ([1-9]|10)",
+    "choice": _RATIONALE + r"\[RESULT\] (A|B|tie)",
+}
+"""What ``structured=True`` constrains a judge's output to, by verdict kind."""
+
+
+def _constraint(kind: str, structured: bool) -> StructuredOutput | None:
+    return StructuredOutput("regex", VERDICT_REGEX[kind]) if structured else None
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,6 +126,7 @@ async def judge_pointwise(
     max_tokens: int = 512,
     temperature: float | None = None,
     template_dir: str | None = None,
+    structured: bool = False,
 ) -> list[JudgeResult]:
     live, out = _screened(items)
     template = load_template(f"pointwise_{mode}", template_dir)
@@ -114,6 +136,9 @@ async def judge_pointwise(
         temperature=temp,
         n=1 if label_probs else samples,
         label_tokens=("Yes", "No") if label_probs and mode == "binary" else (),
+        structured=_constraint(
+            "yes_no" if mode == "binary" else "score", structured and not label_probs
+        ),
     )
     prompts = [fill_template(template, items[i]) for i in live]
     if label_probs and mode == "binary":
@@ -163,6 +188,7 @@ async def judge_rubric(
     mode: Literal["explicit", "implicit"] = "explicit",
     max_tokens: int = 256,
     template_dir: str | None = None,
+    structured: bool = False,
 ) -> list[JudgeResult]:
     if not criteria:
         raise ValueError("a rubric needs at least one criterion")
@@ -170,7 +196,8 @@ async def judge_rubric(
     if total == 0:
         raise ValueError("a rubric's weights cannot all be zero")
     live, out = _screened(items)
-    params = SamplingParams(max_tokens=max_tokens)
+    kind = "score" if mode == "implicit" else "yes_no"
+    params = SamplingParams(max_tokens=max_tokens, structured=_constraint(kind, structured))
     if mode == "implicit":
         listing = "\n".join(
             f"{k + 1}. {'PITFALL: ' if c.weight < 0 else ''}{c.text} (weight {abs(c.weight):g})"
@@ -251,6 +278,7 @@ async def judge_pairwise(
     score: Literal["win_rate", "bradley_terry"] = "win_rate",
     max_tokens: int = 512,
     template_dir: str | None = None,
+    structured: bool = False,
 ) -> list[JudgeResult]:
     """Scores for the G responses to one prompt from all pairs judged in both orders."""
     items = [JudgeItem(prompt, r, reference) for r in responses]
@@ -268,7 +296,8 @@ async def judge_pairwise(
                     response_b=fence(responses[second]),
                 )
             )
-    completions = await backend.generate(prompts, SamplingParams(max_tokens=max_tokens))
+    params = SamplingParams(max_tokens=max_tokens, structured=_constraint("choice", structured))
+    completions = await backend.generate(prompts, params)
     outcomes: list[tuple[int, int, float]] = []
     unreadable = 0
     for n, (a, b) in enumerate(pairs):

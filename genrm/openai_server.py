@@ -4,8 +4,9 @@ It serves a model for real (a tiny one built from a config in tests and benchmar
 weights) at ``/v1/chat/completions``, ``/v1/completions`` and ``/v1/models``, so the ``openai``
 backend can be tested and measured against an actual server. With ``reasoning=True`` it acts like
 a reasoning-parser server: text inside ``<think>...</think>`` is returned as
-``reasoning_content``. Structured outputs are accepted and ignored (reported in the response's
-``referee`` field).
+``reasoning_content``. Structured outputs (``structured_outputs``) are accepted and ignored: the
+response's ``referee`` field and ``/stats`` say so; with ``structured="reject"`` the server acts
+like one that predates them and answers 400.
 
     uvicorn --factory referee.genrm.openai_server:create_tiny_app --port 8001
 """
@@ -18,9 +19,10 @@ import subprocess
 import sys
 import time
 import uuid
-from typing import Any
+from typing import Any, Literal
 
 from fastapi import FastAPI
+from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict
 
 from referee.genrm.backend import Completion, LLMBackend, SamplingParams
@@ -70,9 +72,24 @@ def _split_reasoning(text: str) -> tuple[str | None, str]:
     return None, text
 
 
-def create_app(backend: LLMBackend, reasoning: bool = False) -> FastAPI:
+def create_app(
+    backend: LLMBackend,
+    reasoning: bool = False,
+    structured: Literal["ignore", "reject"] = "ignore",
+) -> FastAPI:
     app = FastAPI(title="referee test LLM server")
-    load = {"in_flight": 0, "max_in_flight": 0, "requests": 0}
+    load = {"in_flight": 0, "max_in_flight": 0, "requests": 0, "structured": 0, "rejected": 0}
+
+    def refuse(req: _Request) -> JSONResponse | None:
+        """Count requests that carry structured_outputs; refuse them in ``reject`` mode."""
+        if "structured_outputs" not in (req.model_extra or {}):
+            return None
+        load["structured"] += 1
+        if structured == "ignore":
+            return None
+        load["rejected"] += 1
+        detail = "extra fields not permitted: structured_outputs"
+        return JSONResponse({"error": {"message": detail, "type": "BadRequestError"}}, 400)
 
     @app.middleware("http")
     async def count(request: Any, call_next: Any) -> Any:
@@ -89,7 +106,10 @@ def create_app(backend: LLMBackend, reasoning: bool = False) -> FastAPI:
     async def stats() -> dict[str, int]:
         return dict(load)
 
-    def envelope(kind: str, choices: list[dict[str, Any]], comps: list[Completion]) -> Any:
+    def envelope(
+        kind: str, choices: list[dict[str, Any]], comps: list[Completion], req: _Request
+    ) -> Any:
+        ignored = "structured_outputs" in (req.model_extra or {})
         return {
             "id": f"{kind}-{uuid.uuid4().hex[:12]}",
             "object": kind,
@@ -97,6 +117,7 @@ def create_app(backend: LLMBackend, reasoning: bool = False) -> FastAPI:
             "model": backend.model_name,
             "choices": choices,
             "usage": {"completion_tokens": sum(c.tokens for c in comps)},
+            "referee": {"structured_outputs": "ignored" if ignored else None},
         }
 
     @app.get("/v1/models")
@@ -105,6 +126,8 @@ def create_app(backend: LLMBackend, reasoning: bool = False) -> FastAPI:
 
     @app.post("/v1/chat/completions")
     async def chat(req: _Request) -> Any:
+        if (refused := refuse(req)) is not None:
+            return refused
         params = _params(req, chat=True)
         [comps] = await backend.generate([req.messages or []], params)
         choices = []
@@ -127,10 +150,12 @@ def create_app(backend: LLMBackend, reasoning: bool = False) -> FastAPI:
                     ]
                 choice["logprobs"] = {"content": content}
             choices.append(choice)
-        return envelope("chat.completion", choices, comps)
+        return envelope("chat.completion", choices, comps, req)
 
     @app.post("/v1/completions")
     async def completions(req: _Request) -> Any:
+        if (refused := refuse(req)) is not None:
+            return refused
         params = _params(req, chat=False)
         [comps] = await backend.generate([req.prompt or ""], params)
         choices = []
@@ -142,7 +167,7 @@ def create_app(backend: LLMBackend, reasoning: bool = False) -> FastAPI:
                     "top_logprobs": [c.first_top_logprobs or {}],
                 }
             choices.append(choice)
-        return envelope("text_completion", choices, comps)
+        return envelope("text_completion", choices, comps, req)
 
     return app
 

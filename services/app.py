@@ -52,6 +52,12 @@ def build_judge(settings: Settings) -> LLMBackend | None:
             concurrency=settings.judge_concurrency,
             top_logprobs=settings.judge_top_logprobs,
         )
+    if settings.judge_backend == "vllm":
+        from referee.genrm.vllm_backend import VLLMBackend
+
+        options = dict(settings.judge_vllm_options)
+        max_logprobs = int(options.pop("max_logprobs", settings.judge_top_logprobs))
+        return VLLMBackend(settings.judge_model, max_logprobs=max_logprobs, **options)
     if settings.judge_model == "tiny-random":
         from referee.genrm.openai_server import tiny_transformers_backend
 

@@ -33,8 +33,9 @@ log = logging.getLogger("referee.judges")
 JUDGE_TYPES = {"rubric", "genrm"}
 NO_JUDGE = (
     "no judge model is configured: set REFEREE_JUDGE_BACKEND=openai with REFEREE_JUDGE_BASE_URL "
-    "and REFEREE_JUDGE_MODEL (any OpenAI-compatible server, e.g. `vllm serve MODEL`), or "
-    "REFEREE_JUDGE_BACKEND=transformers with REFEREE_JUDGE_MODEL=/path/to/local/model"
+    "and REFEREE_JUDGE_MODEL (any OpenAI-compatible server, e.g. `vllm serve MODEL`), "
+    "REFEREE_JUDGE_BACKEND=vllm with REFEREE_JUDGE_MODEL=/path/or/name (vLLM in-process on a GPU), "
+    "or REFEREE_JUDGE_BACKEND=transformers with REFEREE_JUDGE_MODEL=/path/to/local/model"
 )
 Path = tuple[int, ...]
 
@@ -96,7 +97,12 @@ async def _judge_group(
     if kind == "rubric":
         criteria = [Criterion(c["text"], c.get("weight", 1.0)) for c in leaf["criteria"]]
         return await judge_rubric(
-            backend, items, criteria, mode=leaf.get("mode", "explicit"), template_dir=template_dir
+            backend,
+            items,
+            criteria,
+            mode=leaf.get("mode", "explicit"),
+            template_dir=template_dir,
+            structured=leaf.get("structured_verdict", False),
         )
     return await judge_pointwise(
         backend,
@@ -106,6 +112,7 @@ async def _judge_group(
         aggregate=leaf.get("aggregate", "mean"),
         label_probs=leaf.get("label_probs", False),
         template_dir=template_dir,
+        structured=leaf.get("structured_verdict", False),
     )
 
 
@@ -163,6 +170,7 @@ async def resolve_judge_leaves(
                 reference=leaf.get("reference"),
                 score=leaf.get("pairwise_score", "win_rate"),
                 template_dir=template_dir,
+                structured=leaf.get("structured_verdict", False),
             )
         except Exception as exc:
             log.warning("pairwise judge call failed: %s", exc)

@@ -6,7 +6,7 @@ REFEREE_MATH_WORKERS=4 REFEREE_API_KEYS=key1,key2 referee serve --port 8000
 from __future__ import annotations
 
 import os
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
@@ -59,13 +59,14 @@ class Settings(BaseSettings):
         8 * 1024 * 1024, ge=1024, description="stdout kept of a run (more: output_limit)."
     )
 
-    judge_backend: Literal["none", "transformers", "openai"] = Field(
+    judge_backend: Literal["none", "transformers", "openai", "vllm"] = Field(
         "none", description="The model behind rubric and genrm graders; none: they answer 503."
     )
     judge_model: str | None = Field(
         None,
         description="openai: the served model's name; transformers: a local path (or "
-        "`tiny-random`, a randomly initialised 2-layer model for tests and demos).",
+        "`tiny-random`, a randomly initialised 2-layer model for tests and demos); vllm: a local "
+        "path or a name vLLM can load.",
     )
     judge_base_url: str | None = Field(None, description="openai: the server, e.g. http://h:8001")
     judge_api_key: str | None = None
@@ -74,7 +75,12 @@ class Settings(BaseSettings):
         20,
         ge=1,
         description="openai: first-token alternatives read for label probabilities "
-        "(OpenAI allows 20; vLLM up to its --max-logprobs).",
+        "(OpenAI allows 20; vLLM up to its --max-logprobs); vllm: the engine's max_logprobs.",
+    )
+    judge_vllm_options: dict[str, Any] = Field(
+        default_factory=dict,
+        description='vllm: keyword arguments of vllm.LLM, as JSON, e.g. {"max_model_len": 8192, '
+        '"gpu_memory_utilization": 0.8, "tensor_parallel_size": 2}.',
     )
     judge_templates_dir: str | None = Field(
         None, description="A directory whose <template>.txt files replace the packaged ones."
