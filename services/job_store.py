@@ -238,6 +238,7 @@ redis.call('EXPIRE', KEYS[3], ARGV[7])
 return 1
 """
 _SAVE_CHUNK = """
+if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
 if redis.call('HSETNX', KEYS[2], ARGV[1], ARGV[2]) == 1 then
   redis.call('HINCRBY', KEYS[1], 'done', ARGV[3])
   redis.call('HSET', KEYS[1], 'updated', ARGV[4])
@@ -290,6 +291,15 @@ class RedisJobStore:
             health_check_interval=10,
         )
         return cls(client, ns, ttl_s)
+
+    def store_id(self) -> str:
+        """An id written once into this Redis: another value later means Redis lost its data
+        (restarted without persistence, flushed) and every job it held is gone."""
+        import uuid
+
+        key = f"{self._ns}store-id"
+        self._r.set(key, uuid.uuid4().hex, nx=True)
+        return _text(self._r.get(key))
 
     def _key(self, job_id: str, suffix: str = "") -> str:
         return f"{self._ns}job:{job_id}{suffix}"

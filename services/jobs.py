@@ -43,7 +43,13 @@ class _Base:
     store: JobStore
     ttl_s: int
 
+    def _lost_data(self) -> str | None:
+        return None
+
     def _missing(self, job_id: str) -> NotFound:
+        lost = self._lost_data()
+        if lost:
+            return NotFound(f"no job {job_id!r}: {lost}")
         return NotFound(
             f"no job {job_id!r}: it was never submitted here, or it finished more than "
             f"{self.ttl_s} s ago and was removed"
@@ -116,11 +122,26 @@ class QueuedJobs(_Base):
         self.store = RedisJobStore.from_url(settings.broker_url, ttl_s=settings.job_ttl_s)
         self.ttl_s = settings.job_ttl_s
         self.celery = make_celery(settings)
+        self._store_id: str | None = None
+
+    def _lost_data(self) -> str | None:
+        assert isinstance(self.store, RedisJobStore)
+        now = self.store.store_id()
+        if self._store_id is None:
+            self._store_id = now
+        elif now != self._store_id:
+            return (
+                "the job store (Redis) lost its data since this server started (restarted "
+                "without persistence, or flushed): jobs submitted before are gone; submit again"
+            )
+        return None
 
     async def submit(self, request: JobRequest) -> tuple[JobStatus, bool]:
         import redis
 
         try:
+            # new jobs go into the data set Redis holds now (see _lost_data)
+            self._store_id = await asyncio.to_thread(self.store.store_id)  # type: ignore[attr-defined]
             job_id, created = await self._create(request)
         except redis.RedisError as exc:
             raise ServiceUnavailable(f"the job store (Redis) is unreachable: {exc}") from exc

@@ -24,7 +24,7 @@ import pytest
 import redis
 from job_helpers import settle
 
-from referee.client import JobState, RefereeClient
+from referee.client import JobState, NotFound, RefereeClient
 
 SOLUTION = "Step 1: 2 + 3 = 5\nStep 2: 5 * 2 = 10\nStep 3: check {i}.\nStep 4: \\boxed{{10}}."
 
@@ -255,3 +255,15 @@ def test_two_hundred_jobs_at_once_all_complete(cluster: Cluster) -> None:
             workers.add(cluster.owner_of(int(str(done.worker).rsplit(":", 1)[1])))
     assert len(set(ids)) == 200
     assert len(workers - {None}) == 2  # both workers took jobs
+
+
+def test_redis_losing_its_data_is_a_clear_error(cluster: Cluster) -> None:
+    with RefereeClient(cluster.api.url) as client:
+        job = client.submit(prm_items(30, "lost", rollouts=8), chunk_size=1)
+        wait_for(client, job.id, done=1)
+        redis.Redis(port=cluster.redis_port).flushall()  # as a restart without persistence does
+        with pytest.raises(NotFound, match="lost its data"):
+            client.wait(job.id, timeout_s=60)
+        # the stack keeps working: a new job runs
+        after = client.wait(client.submit(prm_items(1, "afterloss", rollouts=1)), timeout_s=120)
+    assert after.state is JobState.SUCCEEDED
