@@ -15,13 +15,12 @@ from contextlib import asynccontextmanager
 from fastapi import Depends, FastAPI, Request, Response
 
 from referee.client.errors import PayloadTooLarge
-from referee.genrm.backend import LLMBackend
 from referee.genrm.prm import MemoryRolloutCache
 from referee.services.auth import require_api_key
 from referee.services.errors import install_error_handlers, problem_response
 from referee.services.job_runner import Components
 from referee.services.jobs import build_jobs
-from referee.services.llm_backends import build_policy
+from referee.services.llm_backends import build_judge, build_policy
 from referee.services.metrics import Metrics
 from referee.services.routes import compat, health, jobs, judge, rewards, sandbox
 from referee.services.sandbox_executor import SandboxExecutor
@@ -29,43 +28,9 @@ from referee.services.settings import Settings
 from referee.verifiers import CheckPool
 from referee.verifiers.math import verify
 
-__all__ = ["create_app"]
+__all__ = ["build_judge", "create_app"]
 
 VERSION = "0.1.0"
-
-
-def build_judge(settings: Settings) -> LLMBackend | None:
-    """The judge backend the settings name, or None (judge graders then answer 503)."""
-    if settings.judge_backend == "none":
-        return None
-    if not settings.judge_model:
-        raise ValueError("REFEREE_JUDGE_MODEL is required when REFEREE_JUDGE_BACKEND is set")
-    if settings.judge_backend == "openai":
-        from referee.genrm.openai_backend import OpenAIBackend
-
-        if not settings.judge_base_url:
-            raise ValueError("REFEREE_JUDGE_BASE_URL is required for the openai judge backend")
-        return OpenAIBackend(
-            settings.judge_base_url,
-            settings.judge_model,
-            api_key=settings.judge_api_key,
-            concurrency=settings.judge_concurrency,
-            top_logprobs=settings.judge_top_logprobs,
-        )
-    if settings.judge_backend == "vllm":
-        from referee.genrm.vllm_backend import VLLMBackend
-
-        options = dict(settings.judge_vllm_options)
-        max_logprobs = int(options.pop("max_logprobs", settings.judge_top_logprobs))
-        return VLLMBackend(settings.judge_model, max_logprobs=max_logprobs, **options)
-    if settings.judge_model == "tiny-random":
-        from referee.genrm.openai_server import tiny_transformers_backend
-
-        backend: LLMBackend = tiny_transformers_backend()
-        return backend
-    from referee.genrm.transformers_backend import TransformersBackend
-
-    return TransformersBackend.from_pretrained(settings.judge_model)
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:

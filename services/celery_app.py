@@ -48,10 +48,9 @@ class WorkerRuntime:
 
     def __init__(self, settings: Settings) -> None:
         from referee.genrm.prm import RedisRolloutCache
-        from referee.services.app import build_judge
         from referee.services.job_runner import Components
         from referee.services.job_store import RedisJobStore
-        from referee.services.llm_backends import build_policy
+        from referee.services.llm_backends import build_judge, build_policy
         from referee.services.sandbox_executor import SandboxExecutor
         from referee.verifiers import CheckPool
 

@@ -1,16 +1,20 @@
-"""Building the LLM backends the settings name: the policy model behind ``prm_mc`` graders.
+"""Building the LLM backends the settings name: the judge (``rubric``, ``genrm`` graders) and
+the policy model behind ``prm_mc`` graders.
 
-``REFEREE_POLICY_BACKEND`` is ``openai`` (any OpenAI-compatible server: ``vllm serve``, SGLang),
-``transformers`` (a local path, in-process) or ``none``; ``REFEREE_POLICY_MODEL=tiny-random``
-is a randomly initialised 2-layer model for tests and demos.
+``REFEREE_JUDGE_BACKEND`` / ``REFEREE_POLICY_BACKEND`` is ``openai`` (any OpenAI-compatible
+server: ``vllm serve``, SGLang), ``vllm`` (in-process on GPUs), ``transformers`` (a local path,
+in-process) or ``none``; the model ``tiny-random`` is a randomly initialised 2-layer model for
+tests and demos (transformers).
 """
 
 from __future__ import annotations
 
+from typing import Any
+
 from referee.genrm.backend import LLMBackend
 from referee.services.settings import Settings
 
-__all__ = ["build_backend", "build_policy"]
+__all__ = ["build_backend", "build_judge", "build_policy"]
 
 
 def build_backend(
@@ -20,6 +24,8 @@ def build_backend(
     base_url: str | None = None,
     api_key: str | None = None,
     concurrency: int = 32,
+    top_logprobs: int = 20,
+    vllm_options: dict[str, Any] | None = None,
     what: str = "POLICY",
 ) -> LLMBackend | None:
     """The backend ``kind`` serving ``model`` (None for ``none``)."""
@@ -32,7 +38,15 @@ def build_backend(
 
         if not base_url:
             raise ValueError(f"REFEREE_{what}_BASE_URL is required for the openai backend")
-        return OpenAIBackend(base_url, model, api_key=api_key, concurrency=concurrency)
+        return OpenAIBackend(
+            base_url, model, api_key=api_key, concurrency=concurrency, top_logprobs=top_logprobs
+        )
+    if kind == "vllm":
+        from referee.genrm.vllm_backend import VLLMBackend
+
+        options = dict(vllm_options or {})
+        max_logprobs = int(options.pop("max_logprobs", top_logprobs))
+        return VLLMBackend(model, max_logprobs=max_logprobs, **options)
     if kind != "transformers":
         raise ValueError(f"unknown backend {kind!r}")
     if model == "tiny-random":
@@ -45,6 +59,20 @@ def build_backend(
     return TransformersBackend.from_pretrained(model)
 
 
+def build_judge(settings: Settings) -> LLMBackend | None:
+    """The judge backend the settings name, or None (judge graders then answer 503)."""
+    return build_backend(
+        settings.judge_backend,
+        settings.judge_model,
+        base_url=settings.judge_base_url,
+        api_key=settings.judge_api_key,
+        concurrency=settings.judge_concurrency,
+        top_logprobs=settings.judge_top_logprobs,
+        vllm_options=settings.judge_vllm_options,
+        what="JUDGE",
+    )
+
+
 def build_policy(settings: Settings) -> LLMBackend | None:
     return build_backend(
         settings.policy_backend,
@@ -52,4 +80,5 @@ def build_policy(settings: Settings) -> LLMBackend | None:
         base_url=settings.policy_base_url,
         api_key=settings.policy_api_key,
         concurrency=settings.policy_concurrency,
+        vllm_options=settings.judge_vllm_options,
     )

@@ -85,14 +85,15 @@ class Settings(BaseSettings):
     judge_templates_dir: str | None = Field(
         None, description="A directory whose <template>.txt files replace the packaged ones."
     )
-    policy_backend: Literal["none", "transformers", "openai"] = Field(
+    policy_backend: Literal["none", "transformers", "openai", "vllm"] = Field(
         "none",
         description="The policy model prm_mc graders sample rollouts from; none: they answer 503.",
     )
     policy_model: str | None = Field(
         None,
         description="openai: the served model's name; transformers: a local path (or "
-        "`tiny-random` for tests and demos).",
+        "`tiny-random` for tests and demos); vllm: a path or a name vLLM can load (engine "
+        "options from REFEREE_JUDGE_VLLM_OPTIONS).",
     )
     policy_base_url: str | None = Field(None, description="openai: the server, e.g. http://h:8002")
     policy_api_key: str | None = None
