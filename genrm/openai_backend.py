@@ -28,7 +28,13 @@ _TOP_LOGPROBS = 20
 
 
 class OpenAIBackendError(RuntimeError):
-    """The server failed or answered something that is not a completion."""
+    """The server failed or answered something that is not a completion. ``transient``: it
+    could not be reached or was overloaded (429/5xx) through every retry, so a later try may
+    succeed (a job queue retries those)."""
+
+    def __init__(self, message: str, *, transient: bool = False) -> None:
+        super().__init__(message)
+        self.transient = transient
 
 
 class OpenAIBackend:
@@ -108,7 +114,9 @@ class OpenAIBackend:
                     resp = await self._http.post(path, json=body)
             except httpx.TransportError as exc:
                 if attempt >= self.max_retries:
-                    raise OpenAIBackendError(f"cannot reach the judge server: {exc}") from exc
+                    raise OpenAIBackendError(
+                        f"cannot reach the LLM server {self._http.base_url}: {exc}", transient=True
+                    ) from exc
                 await asyncio.sleep(self.backoff_s * 2**attempt * (0.5 + random.random()))
                 continue
             if (
@@ -124,12 +132,13 @@ class OpenAIBackend:
                 continue
             if resp.status_code >= 400:
                 raise OpenAIBackendError(
-                    f"the judge server answered {resp.status_code}: {resp.text[:300]}"
+                    f"the LLM server answered {resp.status_code}: {resp.text[:300]}",
+                    transient=resp.status_code in _RETRY_STATUS,
                 )
             try:
                 data: dict[str, Any] = resp.json()
             except ValueError as exc:
-                raise OpenAIBackendError("the judge server answered something not JSON") from exc
+                raise OpenAIBackendError("the LLM server answered something not JSON") from exc
             return data
         raise OpenAIBackendError("retries exhausted")
 

@@ -196,6 +196,9 @@ def is_transient(exc: BaseException) -> bool:
     """A failure worth retrying: a connection to Redis or to an LLM server failed."""
     import httpx
 
+    if getattr(exc, "transient", False):  # e.g. OpenAIBackendError after its own retries
+        return True
+
     try:
         import redis
     except ImportError:  # pragma: no cover - redis is a server dependency

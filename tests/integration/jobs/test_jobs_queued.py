@@ -267,3 +267,57 @@ def test_redis_losing_its_data_is_a_clear_error(cluster: Cluster) -> None:
         # the stack keeps working: a new job runs
         after = client.wait(client.submit(prm_items(1, "afterloss", rollouts=1)), timeout_s=120)
     assert after.state is JobState.SUCCEEDED
+
+
+def test_a_transient_failure_is_retried_with_backoff(
+    cluster: Cluster, referee_server_factory: Any
+) -> None:
+    """The policy server is down when the job starts: the worker retries it, with backoff,
+    until the server is up, and the job succeeds."""
+    llm_port = _free_port()
+    env = {
+        **cluster.env,
+        "REFEREE_JOB_QUEUE": "retry-test",
+        "REFEREE_POLICY_BACKEND": "openai",
+        "REFEREE_POLICY_MODEL": "tiny",
+        "REFEREE_POLICY_BASE_URL": f"http://127.0.0.1:{llm_port}",
+    }
+    api = referee_server_factory(cluster.tmp, env, "api-retry")
+    saved = cluster.env
+    cluster.env = env
+    cluster.start_worker("retry")
+    cluster.env = saved
+    llm: subprocess.Popen[bytes] | None = None
+    try:
+        with RefereeClient(api.url) as client:
+            job = client.submit(prm_items(2, "t", rollouts=2))
+            deadline = time.monotonic() + 120
+            while client.job(job.id).attempts < 1 and time.monotonic() < deadline:
+                time.sleep(0.1)
+            time.sleep(3.0)  # a failed attempt or two against the absent server
+            assert not client.job(job.id).state.finished
+            llm = subprocess.Popen(
+                [
+                    sys.executable,
+                    "-m",
+                    "uvicorn",
+                    "--factory",
+                    "referee.genrm.openai_server:create_tiny_app",
+                    "--port",
+                    str(llm_port),
+                    "--log-level",
+                    "warning",
+                ],
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            )
+            done = client.wait(job.id, timeout_s=240)
+        assert done.state is JobState.SUCCEEDED, done.error
+        assert done.attempts >= 2
+        assert done.result is not None
+        assert all(r.details["outcome"] == "prm" for r in done.result.rewards)
+    finally:
+        cluster.kill_worker("retry")
+        if llm is not None:
+            llm.terminate()
+            llm.wait(timeout=30)
