@@ -1,0 +1,64 @@
+"""Grader objects as trainers hand them over, and a row's reference filled in."""
+
+from __future__ import annotations
+
+import pytest
+
+from referee.trainer_adapter import grader_specs
+from referee.trainer_adapter.grader_specs import fill_grader, parse_grader
+
+
+def test_parse_json_text_and_dicts() -> None:
+    assert parse_grader('{"type": "math", "extract": "boxed"}') == {
+        "type": "math",
+        "extract": "boxed",
+    }
+    assert parse_grader({"type": "format", "pattern": "think_answer"})["type"] == "format"
+
+
+@pytest.mark.parametrize(
+    ("spec", "message"),
+    [("{not json", "not valid JSON"), ('["math"]', "with a `type`"), ({"extract": "x"}, "type")],
+)
+def test_parse_rejects_with_a_reason(spec: object, message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        parse_grader(spec)
+
+
+def test_reference_goes_where_it_is_needed() -> None:
+    assert fill_grader({"type": "math"}, "42") == {"type": "math", "reference": "42"}
+    assert fill_grader({"type": "math", "reference": "1"}, "42")["reference"] == "1"
+    assert fill_grader({"type": "format", "pattern": "boxed"}, "42") == {
+        "type": "format",
+        "pattern": "boxed",
+    }
+    # a one-element list (OpenRLHF labels, veRL ground truths) is its element
+    assert fill_grader({"type": "multiple_choice"}, ["C"])["reference"] == "C"
+    assert fill_grader({"type": "math"}, 7)["reference"] == "7"
+
+
+def test_reference_fills_nested_graders() -> None:
+    grader = {
+        "type": "weighted",
+        "graders": [
+            {"weight": 1.0, "grader": {"type": "math"}},
+            {"weight": 0.1, "grader": {"type": "format", "pattern": "boxed"}},
+        ],
+    }
+    filled = fill_grader(grader, "3")
+    assert filled["graders"][0]["grader"] == {"type": "math", "reference": "3"}
+    assert "reference" not in filled["graders"][1]["grader"]
+    penalty = fill_grader({"type": "length_penalty", "grader": {"type": "math"}}, "3")
+    assert penalty["grader"]["reference"] == "3"
+
+
+def test_code_tests_from_rows() -> None:
+    tests = [{"stdin": "1 2\n", "stdout": "3\n"}]
+    assert fill_grader({"type": "code", "language": "python"}, None, tests)["tests"] == tests
+    apps = '{"inputs": ["1 2\\n", "2 2\\n"], "outputs": ["3\\n", "4\\n"]}'
+    assert fill_grader({"type": "code", "language": "python"}, apps)["tests"] == [
+        {"stdin": "1 2\n", "stdout": "3\n"},
+        {"stdin": "2 2\n", "stdout": "4\n"},
+    ]
+    assert grader_specs.tests_from_value({"inputs": ["1"], "outputs": []}) is None
+    assert grader_specs.tests_from_value("not json") is None

@@ -1,0 +1,107 @@
+"""Grader objects as trainers hand them over: parsing, and filling in a row's reference.
+
+A trainer's dataset carries the answer in its own column (TRL: ``answer``/``solution``, veRL:
+``reward_model.ground_truth``, OpenRLHF: ``labels``). :func:`fill_grader` puts it into the
+grader where the grader needs one and has none (recursing into ``weighted`` parts and the inner
+grader of ``length_penalty``); a code grader without tests takes the row's tests, including
+the ``{"inputs": [...], "outputs": [...]}`` form of APPS/PRIME/veRL code data.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from pydantic import BaseModel
+
+__all__ = ["fill_grader", "parse_grader", "plain", "tests_from_value"]
+
+NEEDS_REFERENCE = frozenset({"math", "multiple_choice", "string_check", "prm_mc"})
+MAY_TAKE_REFERENCE = frozenset({"rubric", "genrm"})
+
+
+def plain(value: Any) -> Any:
+    """Mappings and sequences (including OmegaConf's DictConfig/ListConfig, which veRL passes
+    as reward kwargs) as plain dicts and lists."""
+    if isinstance(value, BaseModel):
+        return value.model_dump()
+    if isinstance(value, Mapping):
+        return {str(k): plain(v) for k, v in value.items()}
+    if isinstance(value, Sequence) and not isinstance(value, str | bytes):
+        return [plain(v) for v in value]
+    if hasattr(value, "tolist"):  # numpy arrays and scalars (veRL's non-tensor batch)
+        return plain(value.tolist())
+    return value
+
+
+def parse_grader(spec: Any) -> dict[str, Any]:
+    """A grader from a dict, a pydantic model, a mapping-like config or a JSON string."""
+    if isinstance(spec, str):
+        try:
+            spec = json.loads(spec)
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"the grader is not valid JSON: {exc.msg}") from exc
+    spec = plain(spec)
+    if not isinstance(spec, dict) or "type" not in spec:
+        raise ValueError('a grader is a JSON object with a `type`, e.g. {"type": "math"}')
+    return spec
+
+
+def reference_text(value: Any) -> str | None:
+    if value is None or value == "":
+        return None
+    if isinstance(value, str):
+        return value
+    value = plain(value)
+    if isinstance(value, list) and len(value) == 1:
+        return reference_text(value[0])
+    return value if isinstance(value, str) else json.dumps(value, default=str)
+
+
+def tests_from_value(value: Any) -> list[dict[str, Any]] | None:
+    """Tests from a list of test objects, or from ``{"inputs": [...], "outputs": [...]}`` (each
+    input fed as stdin, each output the expected stdout); JSON text of either is accepted."""
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except json.JSONDecodeError:
+            return None
+    value = plain(value)
+    if isinstance(value, list) and all(isinstance(t, dict) for t in value):
+        return value
+    if isinstance(value, dict) and isinstance(value.get("inputs"), list):
+        outputs = value.get("outputs") or []
+        if len(outputs) != len(value["inputs"]):
+            return None
+        return [
+            {"stdin": str(i), "stdout": str(o)}
+            for i, o in zip(value["inputs"], outputs, strict=True)
+        ]
+    return None
+
+
+def fill_grader(
+    grader: Mapping[str, Any], reference: Any = None, tests: Any = None
+) -> dict[str, Any]:
+    """``grader`` with the row's reference (and tests) filled in where it needs them."""
+    out = dict(grader)
+    kind = out.get("type")
+    if kind in NEEDS_REFERENCE | MAY_TAKE_REFERENCE and out.get("reference") is None:
+        text = reference_text(reference)
+        if text is not None:
+            out["reference"] = text
+    elif kind == "code" and out.get("tests") is None:
+        found = tests_from_value(tests if tests is not None else reference)
+        if found is not None:
+            out["tests"] = found
+    elif kind == "weighted":
+        out["graders"] = [
+            {**p, "grader": fill_grader(p["grader"], reference, tests)}
+            if isinstance(p, Mapping) and isinstance(p.get("grader"), Mapping)
+            else p
+            for p in out.get("graders", [])
+        ]
+    elif kind == "length_penalty" and isinstance(out.get("grader"), Mapping):
+        out["grader"] = fill_grader(out["grader"], reference, tests)
+    return out
