@@ -15,6 +15,8 @@ from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag
 
 __all__ = [
     "AssertTestSpec",
+    "CodeGradeRequest",
+    "CodeGradeResponse",
     "CodeGrader",
     "CodeTest",
     "CompareModeName",
@@ -145,6 +147,28 @@ class SandboxRunRequest(_Model):
     language: str = Field(..., min_length=1, max_length=32, examples=["python"])
     stdin: str = Field("", max_length=_IO_MAX)
     limits: RunLimits | None = None
+    compile_time_s: float | None = Field(
+        None, gt=0, le=3600, description="Limit of the compile step (capped by the server)."
+    )
+
+
+class CodeGradeRequest(_Model):
+    """Score one response with one ``code`` grader: ``POST /v1/sandbox/grade``. This is what a
+    server whose sandbox backend is ``remote`` sends to its sandbox node for each code item."""
+
+    grader: CodeGrader
+    response: str = Field(..., max_length=4_000_000, description="The model's response.")
+    compile_time_s: float | None = Field(
+        None, gt=0, le=3600, description="Limit of the compile step (capped by the server)."
+    )
+
+
+class CodeGradeResponse(_Model):
+    score: float
+    details: dict[str, Any] = Field(
+        default_factory=dict, description="As a code item's details in /v1/rewards."
+    )
+    elapsed_ms: float
 
 
 class ExecutionResult(_Model):

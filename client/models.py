@@ -14,6 +14,8 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from referee.client.code_models import (
     AssertTestSpec,
     CodeGrader,
+    CodeGradeRequest,
+    CodeGradeResponse,
     CodeTest,
     ExecutionResult,
     FunctionCallTestSpec,
@@ -30,6 +32,8 @@ from referee.client.code_models import (
 
 __all__ = [
     "AssertTestSpec",
+    "CodeGradeRequest",
+    "CodeGradeResponse",
     "CodeGrader",
     "CodeTest",
     "ExecutionResult",

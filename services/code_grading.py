@@ -33,6 +33,7 @@ from referee.sandbox import (
     extract_code,
     run_tests,
 )
+from referee.services.remote_sandbox import RemoteSandbox
 from referee.services.sandbox_executor import SandboxExecutor
 
 __all__ = [
@@ -120,7 +121,11 @@ def grade_code(
     limits: Limits,
     compile_limits: Limits,
 ) -> tuple[float, dict[str, Any]]:
-    """Score one response with one ``code`` grader (blocking; runs in a sandbox thread)."""
+    """Score one response with one ``code`` grader (blocking; runs in a sandbox thread). A
+    remote backend's node does it all (compile once, run every test)."""
+    if isinstance(backend, RemoteSandbox):
+        deadline = code_deadline_s(grader, limits, compile_limits)
+        return backend.grade_code(grader, response, limits, compile_limits, deadline)
     language = grader["language"]
     program = extract_code(response, language, grader.get("extract", "last"))
     if program is None:

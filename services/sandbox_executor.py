@@ -29,7 +29,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
-from referee.client.errors import ServiceUnavailable, TooManyRequests
+from referee.client.errors import RefereeError, ServiceUnavailable, TooManyRequests
 from referee.client.models import RunLimits
 from referee.sandbox import (
     Limits,
@@ -63,6 +63,9 @@ class SandboxExecutor:
     def start(self) -> None:
         """Choose and probe the backend (blocking: runs bwrap once). Never raises."""
         s = self.settings
+        if s.sandbox_backend == "remote":
+            self._start_remote()
+            return
         name = s.sandbox_backend or "bwrap"
         image = {"docker_image": s.sandbox_docker_image} if s.sandbox_docker_image else {}
         try:
@@ -84,8 +87,29 @@ class SandboxExecutor:
         available_languages()  # probe the toolchains now, not in a request
         self.unavailable_reason = None
 
+    def _start_remote(self) -> None:
+        """The ``remote`` backend: programs run on sandbox nodes (``remote_sandbox``)."""
+        from referee.services.remote_sandbox import RemoteSandbox
+
+        try:
+            remote = RemoteSandbox.from_settings(self.settings)
+        except ValueError as exc:
+            self.unavailable_reason = str(exc)
+            log.warning("code execution is unavailable: %s", exc)
+            return
+        try:
+            info = remote.languages()
+            log.info("sandbox node(s) %s: %s", ", ".join(remote.urls), info.backend)
+        except RefereeError as exc:  # a node that starts later is used once it answers
+            log.warning("the sandbox node is not answering yet: %s", exc)
+        self.backend = remote
+        self.unavailable_reason = None
+
     def close(self) -> None:
         self._pool.shutdown(wait=False, cancel_futures=True)
+        closer = getattr(self.backend, "close", None)
+        if self.settings.sandbox_backend == "remote" and callable(closer):
+            closer()
 
     def require_backend(self) -> SandboxBackend:
         if self.backend is None:

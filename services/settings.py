@@ -33,11 +33,26 @@ class Settings(BaseSettings):
     )
     broker_url: str | None = Field(None, description="Celery broker; none: jobs run in-process.")
 
-    sandbox_backend: Literal["bwrap", "docker", "unsafe_local"] | None = Field(
+    sandbox_backend: Literal["bwrap", "docker", "unsafe_local", "remote"] | None = Field(
         None,
         description="Isolation of code runs. Unset: bubblewrap, or unsafe_local when bubblewrap "
         "is unavailable and sandbox_allow_unsafe_local is true. A backend set here never falls "
-        "back to another.",
+        "back to another. remote: programs run on the sandbox nodes of sandbox_url.",
+    )
+    sandbox_url: str | None = Field(
+        None,
+        description="remote: the sandbox node(s), referee servers that run code, e.g. "
+        "http://sandbox:8001 (several, comma-separated, are used in turn).",
+    )
+    sandbox_api_key: str | None = Field(None, description="remote: the sandbox nodes' API key.")
+    sandbox_remote_wait_s: float = Field(
+        300.0,
+        gt=0,
+        description="remote: how long a code item may wait for a free slot on a node, on top "
+        "of its own limits.",
+    )
+    sandbox_remote_retry_s: float = Field(
+        30.0, ge=0, description="remote: how long an unreachable sandbox node is retried."
     )
     sandbox_allow_unsafe_local: bool = Field(
         False, description="Allow running untrusted code WITHOUT isolation (trusted code only)."

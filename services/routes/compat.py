@@ -15,9 +15,10 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Request
 
+from referee.client.errors import InvalidRequest
 from referee.client.models import RunCodeRequest, RunCodeResponse, RunCodeResult, RunLimits
-from referee.sandbox import LanguageUnavailable, RunResult, RunStatus, get_language
-from referee.services.routes.sandbox import run_once
+from referee.sandbox import RunResult, RunStatus
+from referee.services.routes.sandbox import checked_language, run_once
 from referee.services.sandbox_executor import SandboxExecutor
 
 __all__ = ["ping_router", "router", "to_run_code_result"]
@@ -59,22 +60,25 @@ async def run_code(body: RunCodeRequest, request: Request) -> RunCodeResponse:
     backend = executor.require_backend()
     name = _LANGUAGES.get(body.language, body.language)
     try:
-        language = get_language(name).name
-    except LanguageUnavailable as exc:
-        return RunCodeResponse(status="SandboxError", message=str(exc))
+        language = checked_language(name, backend)
+    except InvalidRequest as exc:
+        return RunCodeResponse(status="SandboxError", message=exc.detail)
     if any(body.files.values()):
         return RunCodeResponse(status="SandboxError", message="`files` are not supported")
     memory = body.memory_limit_MB if body.memory_limit_MB > 0 else None
     limits = executor.limits(RunLimits(time_s=body.run_timeout, memory_mb=memory))
-    compiled, run = await executor.run_now(
-        run_once,
-        backend,
-        body.code,
-        language,
-        body.stdin or "",
-        limits,
-        executor.compile_limits(body.compile_timeout),
-    )
+    try:
+        compiled, run = await executor.run_now(
+            run_once,
+            backend,
+            body.code,
+            language,
+            body.stdin or "",
+            limits,
+            executor.compile_limits(body.compile_timeout),
+        )
+    except InvalidRequest as exc:  # a remote backend's node does not know the language
+        return RunCodeResponse(status="SandboxError", message=exc.detail)
     compile_result = to_run_code_result(compiled) if compiled is not None else None
     if compiled is not None and not compiled.ok:
         top = "SandboxError" if compiled.status is RunStatus.SANDBOX_ERROR else "Failed"

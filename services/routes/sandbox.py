@@ -1,8 +1,13 @@
-"""``POST /v1/sandbox/run`` (one program, stdin, limits -> result) and
-``GET /v1/sandbox/languages``."""
+"""``POST /v1/sandbox/run`` (one program, stdin, limits -> result), ``POST /v1/sandbox/grade``
+(one response, one ``code`` grader -> score and details) and ``GET /v1/sandbox/languages``.
+
+With the ``remote`` backend each of them is forwarded to a sandbox node (``remote_sandbox``),
+which validates the language and applies its own limits too.
+"""
 
 from __future__ import annotations
 
+import asyncio
 import time
 from typing import Any
 
@@ -10,6 +15,8 @@ from fastapi import APIRouter, Request
 
 from referee.client.errors import InvalidRequest
 from referee.client.models import (
+    CodeGradeRequest,
+    CodeGradeResponse,
     ExecutionResult,
     LanguageInfo,
     Problem,
@@ -26,7 +33,9 @@ from referee.sandbox import (
     get_language,
     prepare,
 )
-from referee.services.code_grading import run_result_dict
+from referee.sandbox.languages import normalize_language
+from referee.services.code_grading import grade_code, run_result_dict
+from referee.services.remote_sandbox import RemoteSandbox
 from referee.services.sandbox_executor import SandboxExecutor
 
 __all__ = ["router", "run_once"]
@@ -50,6 +59,8 @@ def run_once(
 ) -> tuple[RunResult | None, RunResult]:
     """Compile (if needed) and run once: ``(compile_result, run_result)``; a failed compile is
     both (the run did not happen). Blocking: runs in a sandbox thread."""
+    if isinstance(backend, RemoteSandbox):
+        return backend.run_once(code, language, stdin, limits, compile_limits)
     with prepare(code, language, backend, compile_limits=compile_limits) as program:
         if not program.ready:
             assert program.compile_result is not None
@@ -57,8 +68,11 @@ def run_once(
         return program.compile_result, program.run(stdin, limits)
 
 
-def checked_language(language: str) -> str:
-    """The canonical name of an installed language, or ``InvalidRequest`` (422)."""
+def checked_language(language: str, backend: SandboxBackend | None = None) -> str:
+    """The canonical name of an installed language, or ``InvalidRequest`` (422). A remote
+    backend's node checks the language itself."""
+    if isinstance(backend, RemoteSandbox):
+        return normalize_language(language)
     try:
         return get_language(language).name
     except LanguageUnavailable as exc:
@@ -75,10 +89,11 @@ async def sandbox_run(body: SandboxRunRequest, request: Request) -> SandboxRunRe
     start = time.perf_counter()
     executor: SandboxExecutor = request.app.state.sandbox
     backend = executor.require_backend()
-    language = checked_language(body.language)
+    language = checked_language(body.language, backend)
     limits = executor.limits(body.limits)
+    compile_limits = executor.compile_limits(body.compile_time_s)
     compiled, run = await executor.run_now(
-        run_once, backend, body.code, language, body.stdin, limits, executor.compile_limits()
+        run_once, backend, body.code, language, body.stdin, limits, compile_limits
     )
     shown = run_result_dict(run)
     return SandboxRunResponse(
@@ -90,9 +105,35 @@ async def sandbox_run(body: SandboxRunRequest, request: Request) -> SandboxRunRe
     )
 
 
+@router.post(
+    "/grade", response_model=CodeGradeResponse, summary="Score one response with a code grader"
+)
+async def sandbox_grade(body: CodeGradeRequest, request: Request) -> CodeGradeResponse:
+    """Find the program in `response`, compile it once and run every test of the grader, as for
+    a `code` item of `/v1/rewards` (waiting for a free slot rather than answering 429). This is
+    what a server with the `remote` sandbox backend asks its sandbox nodes for."""
+    start = time.perf_counter()
+    executor: SandboxExecutor = request.app.state.sandbox
+    backend = executor.require_backend()
+    grader = body.grader.model_dump()
+    limits = executor.limits(body.grader.limits)
+    compile_limits = executor.compile_limits(body.compile_time_s)
+    score, details = await executor.run_queued(
+        grade_code, grader, body.response, backend, limits, compile_limits
+    )
+    return CodeGradeResponse(
+        score=score, details=details, elapsed_ms=(time.perf_counter() - start) * 1000
+    )
+
+
 @router.get("/languages", response_model=SandboxLanguages, summary="Languages that can run here")
 async def sandbox_languages(request: Request) -> SandboxLanguages:
     executor: SandboxExecutor = request.app.state.sandbox
+    if isinstance(executor.backend, RemoteSandbox):
+        node = await asyncio.to_thread(executor.backend.languages)
+        return node.model_copy(
+            update={"backend": f"remote ({node.backend})", "slots": executor.slots}
+        )
     names = available_languages() if executor.backend is not None else []
     return SandboxLanguages(
         backend=executor.backend.name if executor.backend is not None else None,

@@ -1,0 +1,234 @@
+"""The ``remote`` sandbox backend: code runs on sandbox nodes, other referee servers, over HTTP.
+
+    REFEREE_SANDBOX_BACKEND=remote REFEREE_SANDBOX_URL=http://sandbox:8001 referee serve
+
+A sandbox node is a plain ``referee serve`` whose own backend isolates programs (bubblewrap, in
+a container that has the privileges bubblewrap needs). The API servers and workers that forward
+to it need no privilege at all and no toolchain: they hold a :class:`RemoteSandbox` where a
+local server holds a bubblewrap backend.
+
+What is forwarded is a whole program, not single commands: one ``POST /v1/sandbox/run`` per
+program run once (``/v1/sandbox/run``, SandboxFusion's ``/run_code``, ``referee run``), one
+``POST /v1/sandbox/grade`` per ``code`` grader of a reward item (the node compiles once and runs
+every test). So the language recipes stay where the toolchains are, a compiled binary never
+crosses the network, and a node keeps nothing between requests: any node can serve any request.
+Several nodes (``REFEREE_SANDBOX_URL=http://a:8001,http://b:8001``) are used in turn.
+
+Faults: a node that cannot be reached (refused, reset, restarting) or answers 502/503/504 is
+retried, on the next node, for up to ``REFEREE_SANDBOX_REMOTE_RETRY_S``; grading is a pure
+function of its inputs, so a retried request is harmless. Then the call fails with
+``ServiceUnavailable``. A node's 422 (an unknown language) and 429 (every slot busy) are passed
+on as they are. Every call has a deadline: the program's own limits plus
+``REFEREE_SANDBOX_REMOTE_WAIT_S`` for a free slot.
+
+``run()`` (one raw command, what local backends do) is not offered remotely: it returns a
+``sandbox_error`` saying so, and nothing in referee calls it on this backend.
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+import time
+from collections.abc import Sequence
+from typing import Any
+
+import httpx
+
+from referee.client.errors import (
+    APIError,
+    InvalidRequest,
+    ServiceUnavailable,
+    TooManyRequests,
+    error_for_problem,
+)
+from referee.client.models import (
+    CodeGradeResponse,
+    ExecutionResult,
+    SandboxLanguages,
+    SandboxRunResponse,
+)
+from referee.sandbox import ExecRequest, Limits, RunResult, RunStatus
+from referee.services.settings import Settings
+
+__all__ = ["CONNECT_RETRY_S", "RemoteSandbox", "to_run_result"]
+
+CONNECT_RETRY_S = 30.0
+_RETRY_STATUS = {502, 503, 504}
+_SLACK_S = 30.0  # set-up, transfer and tear-down on top of a run's own limits
+
+
+def to_run_result(result: ExecutionResult) -> RunResult:
+    """The sandbox's ``RunResult`` for a run as the wire carries it."""
+    return RunResult(
+        status=RunStatus(result.status),
+        exit_code=result.exit_code,
+        signal=result.signal,
+        stdout=result.stdout,
+        stderr=result.stderr,
+        truncated=result.stdout_truncated,
+        stderr_truncated=result.stderr_truncated,
+        wall_time_s=result.wall_time_s,
+        cpu_time_s=result.cpu_time_s,
+        message=result.message,
+    )
+
+
+class RemoteSandbox:
+    """Sandbox nodes reached over HTTP. Thread-safe (one connection pool); blocking calls, made
+    from the sandbox executor's threads."""
+
+    name = "remote"
+
+    def __init__(
+        self,
+        urls: Sequence[str],
+        *,
+        api_key: str | None = None,
+        wait_s: float = 300.0,
+        connect_retry_s: float = CONNECT_RETRY_S,
+        max_connections: int = 64,
+        transport: httpx.BaseTransport | None = None,
+    ) -> None:
+        self.urls = [u.strip().rstrip("/") for u in urls if u.strip()]
+        if not self.urls:
+            raise ValueError("the remote sandbox backend needs REFEREE_SANDBOX_URL")
+        for url in self.urls:
+            if not url.startswith(("http://", "https://")):
+                raise ValueError(f"REFEREE_SANDBOX_URL: {url!r} is not an http(s) URL")
+        self.wait_s = wait_s
+        self.connect_retry_s = connect_retry_s
+        headers = {"user-agent": "referee-remote-sandbox/0.1"}
+        if api_key:
+            headers["authorization"] = f"Bearer {api_key}"
+        self._http = httpx.Client(
+            headers=headers,
+            timeout=httpx.Timeout(60.0, connect=5.0),
+            limits=httpx.Limits(
+                max_connections=max_connections, max_keepalive_connections=max_connections
+            ),
+            transport=transport,
+        )
+        self._turn = itertools.count()
+        self._lock = threading.Lock()
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> RemoteSandbox:
+        return cls(
+            (settings.sandbox_url or "").split(","),
+            api_key=settings.sandbox_api_key,
+            wait_s=settings.sandbox_remote_wait_s,
+            connect_retry_s=settings.sandbox_remote_retry_s,
+            max_connections=settings.sandbox_slots,
+        )
+
+    def close(self) -> None:
+        self._http.close()
+
+    # -- the SandboxBackend interface ---------------------------------------------------------
+    def run(self, request: ExecRequest) -> RunResult:
+        return RunResult(
+            status=RunStatus.SANDBOX_ERROR,
+            message="the remote sandbox backend runs whole programs (run once, or a code "
+            "grader's tests), not single commands",
+        )
+
+    # -- what is forwarded --------------------------------------------------------------------
+    def languages(self) -> SandboxLanguages:
+        """The languages of a node (``GET /v1/sandbox/languages``)."""
+        data = self._call("GET", "/v1/sandbox/languages", None, 30.0)
+        return SandboxLanguages.model_validate(data)
+
+    def run_once(
+        self, code: str, language: str, stdin: str, limits: Limits, compile_limits: Limits
+    ) -> tuple[RunResult | None, RunResult]:
+        """Compile (if needed) and run once on a node: ``(compile_result, run_result)``, as
+        ``referee.services.routes.sandbox.run_once`` answers locally."""
+        body = {
+            "code": code,
+            "language": language,
+            "stdin": stdin,
+            "limits": {"time_s": limits.wall_time_s, "memory_mb": limits.memory_mb},
+            "compile_time_s": compile_limits.wall_time_s,
+        }
+        deadline = compile_limits.wall_time_s + limits.wall_time_s + _SLACK_S
+        answer = SandboxRunResponse.model_validate(
+            self._call("POST", "/v1/sandbox/run", body, deadline)
+        )
+        compiled = to_run_result(answer.compile) if answer.compile is not None else None
+        if compiled is not None and not compiled.ok:
+            return compiled, compiled
+        return compiled, to_run_result(answer)
+
+    def grade_code(
+        self,
+        grader: dict[str, Any],
+        response: str,
+        limits: Limits,
+        compile_limits: Limits,
+        deadline_s: float,
+    ) -> tuple[float, dict[str, Any]]:
+        """Score one response with one ``code`` grader on a node (compile once, every test)."""
+        body = {
+            "grader": {
+                **grader,
+                "limits": {"time_s": limits.wall_time_s, "memory_mb": limits.memory_mb},
+            },
+            "response": response,
+            "compile_time_s": compile_limits.wall_time_s,
+        }
+        answer = CodeGradeResponse.model_validate(
+            self._call("POST", "/v1/sandbox/grade", body, deadline_s + self.wait_s + _SLACK_S)
+        )
+        return answer.score, answer.details
+
+    # -- transport ----------------------------------------------------------------------------
+    def _next_url(self) -> str:
+        with self._lock:
+            return self.urls[next(self._turn) % len(self.urls)]
+
+    def _call(self, method: str, path: str, body: Any, timeout_s: float) -> Any:
+        give_up = time.monotonic() + self.connect_retry_s
+        delay = 0.2
+        tries = 0
+        while True:
+            url = self._next_url()
+            tries += 1
+            try:
+                response = self._http.request(
+                    method,
+                    url + path,
+                    json=body,
+                    timeout=httpx.Timeout(timeout_s, connect=5.0),
+                )
+            except httpx.ReadTimeout as exc:
+                raise ServiceUnavailable(
+                    f"the sandbox node {url} gave no answer within {timeout_s:g} s"
+                ) from exc
+            except httpx.TransportError as exc:
+                reason = f"cannot reach the sandbox node {url}: {exc or type(exc).__name__}"
+            else:
+                if response.status_code < 400:
+                    return response.json()
+                error = _node_error(url, response)
+                if response.status_code not in _RETRY_STATUS:
+                    raise error
+                reason = str(error)
+            if tries % len(self.urls):
+                continue  # every node once before waiting
+            if time.monotonic() + delay > give_up:
+                raise ServiceUnavailable(reason)
+            time.sleep(delay)
+            delay = min(delay * 2, 2.0)
+
+
+def _node_error(url: str, response: httpx.Response) -> APIError:
+    """The error to raise for a node's problem answer (its own type where the caller caused it)."""
+    try:
+        body: Any = response.json()
+    except ValueError:
+        body = response.text
+    error = error_for_problem(response.status_code, body)
+    if isinstance(error, InvalidRequest | TooManyRequests):
+        return error
+    return ServiceUnavailable(f"the sandbox node {url} answered {response.status_code}: {error}")
