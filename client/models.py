@@ -46,6 +46,8 @@ __all__ = [
     "JudgeResponse",
     "JudgeResult",
     "LanguageInfo",
+    "LengthPenaltyGrader",
+    "MajorityVoteGrader",
     "MathGrader",
     "MathVerifyRequest",
     "MathVerifyResponse",
@@ -240,6 +242,49 @@ class PRMGrader(_Model):
     )
 
 
+class MajorityVoteGrader(_MathOptions):
+    """Label-free (TTRL): the final answer most of the item's group agrees on, by math
+    equivalence, becomes the pseudo-reference; a response scores 1 when its answer is in that
+    majority, else 0. Needs `group` (the G rollouts of one prompt); ties go to the answer seen
+    first."""
+
+    type: Literal["majority_vote"] = "majority_vote"
+    min_share: float = Field(
+        0.0,
+        ge=0,
+        le=1,
+        description="When the majority holds less than this share of the group, every item of "
+        "the group scores None (no consensus: skipped by the trainer).",
+    )
+
+
+class LengthPenaltyGrader(_Model):
+    """Adaptive length penalty (ALP): the inner grader's score minus a length penalty whose
+    strength follows the group's pass rate (easy prompts: full `beta`; hard ones: little).
+    `alp`: score - beta·min(len/max_length, 1)·max(pass_rate, 1/G). `budget`: a length budget
+    growing with the failure rate, score - beta·min(max(len - budget, 0)/max_budget, 1).
+    Needs `group`."""
+
+    type: Literal["length_penalty"] = "length_penalty"
+    grader: Grader = Field(..., description="The grader whose score is penalised (correctness).")
+    mode: Literal["alp", "budget"] = "alp"
+    beta: float = Field(0.05, ge=0, le=10, description="The largest penalty.")
+    max_length: int = Field(4096, ge=1, le=10_000_000, description="alp: length of full penalty.")
+    unit: Literal["chars", "words"] = "chars"
+    min_budget: int | None = Field(
+        None, ge=0, description="budget: the budget of a prompt the group always solves."
+    )
+    max_budget: int | None = Field(
+        None, ge=1, description="budget: the budget of a prompt it never solves (max_length)."
+    )
+    pass_threshold: float | None = Field(
+        None,
+        ge=-100,
+        le=100,
+        description="An inner score at or above this is a pass (default: the request's).",
+    )
+
+
 Grader = Annotated[
     MathGrader
     | MultipleChoiceGrader
@@ -249,11 +294,14 @@ Grader = Annotated[
     | RubricGrader
     | GenRMGrader
     | PRMGrader
+    | MajorityVoteGrader
+    | LengthPenaltyGrader
     | WeightedGrader,
     Field(discriminator="type"),
 ]
 WeightedPart.model_rebuild()
 WeightedGrader.model_rebuild()
+LengthPenaltyGrader.model_rebuild()
 
 
 class RewardItem(_Model):

@@ -22,7 +22,15 @@ from referee.services.job_runner import Components
 from referee.services.jobs import build_jobs
 from referee.services.llm_backends import build_judge, build_policy
 from referee.services.metrics import Metrics
-from referee.services.routes import compat, health, jobs, judge, rewards, sandbox
+from referee.services.routes import (
+    compat,
+    health,
+    jobs,
+    judge,
+    rewards,
+    sandbox,
+    trainer_compat,
+)
 from referee.services.sandbox_executor import SandboxExecutor
 from referee.services.settings import Settings
 from referee.verifiers import CheckPool
@@ -95,6 +103,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     # veRL's SandboxFusion client sends no key: the operator may leave /run_code open.
     compat_deps = [] if settings.compat_without_api_key else [Depends(require_api_key)]
     app.include_router(compat.router, dependencies=compat_deps)
+    app.include_router(trainer_compat.router, dependencies=compat_deps)  # OpenRLHF, slime
 
     @app.middleware("http")
     async def limits_and_metrics(

@@ -24,6 +24,7 @@ from referee.genrm.backend import LLMBackend
 from referee.genrm.prm import RolloutCache
 from referee.services.code_grading import has_code, resolve_code_leaves
 from referee.services.grading import count_math_leaves, score_item
+from referee.services.group_grading import has_group_grader, resolve_group_leaves
 from referee.services.judge_grading import has_judge, require_judge, resolve_judge_leaves
 from referee.services.metrics import Metrics
 from referee.services.prm_grading import has_prm, pool_check, require_policy, resolve_prm_leaves
@@ -155,6 +156,17 @@ async def score_batch(
     start = time.perf_counter()
     graders = [item.grader.model_dump() for item in items]
     responses = [item.response for item in items]
+    if any(has_group_grader(g) for g in graders):  # majority_vote, length_penalty: per group
+        graders = await resolve_group_leaves(
+            graders,
+            items,
+            pool,
+            timeout_s,
+            pass_threshold,
+            lambda inner: score_batch(
+                pool, inner, timeout_s, pass_threshold, None, sandbox, judge, judge_templates, prm
+            ),
+        )
     if any(has_judge(g) for g in graders):
         graders = await resolve_judge_leaves(graders, items, require_judge(judge), judge_templates)
     if any(has_prm(g) for g in graders):

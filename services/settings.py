@@ -136,8 +136,14 @@ class Settings(BaseSettings):
     job_queue: str = Field("referee", description="The Celery queue jobs are sent to.")
     compat_without_api_key: bool = Field(
         False,
-        description="Serve the SandboxFusion route /run_code without an API key even when keys "
-        "are set (veRL's sandbox_fusion client cannot send one).",
+        description="Serve the compatibility routes (SandboxFusion /run_code; OpenRLHF "
+        "/openrlhf/reward and /get_reward; slime /slime/reward) without an API key even when "
+        "keys are set (those clients cannot send one).",
+    )
+    compat_grader: dict[str, Any] | None = Field(
+        None,
+        description='The grader of the OpenRLHF and slime routes (JSON, e.g. {"type": "math"}) '
+        "when the request names none; the sample's label is its reference. Default: math.",
     )
 
     @field_validator("api_keys", mode="before")
