@@ -1,0 +1,191 @@
+"""The TRL reward function, called through TRL's own ``_calculate_rewards`` against a real
+referee server: plain and conversational completions, sync and async, None on a per-item
+failure, log_extra / log_metric, and failures of the whole call."""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import pickle
+from typing import Any
+from typing import Any as Server
+
+import pytest
+import torch
+
+from referee.client import AsyncRefereeClient, RefereeClient
+from referee.client.errors import RefereeError
+from referee.trainer_adapter.trl import completion_text, reward_function
+
+from .trl_harness import trl_call
+
+G = 4
+ROWS = [
+    {"prompt": "What is 3+4? Put the answer in \\boxed{}.", "answer": "7"},
+    {"prompt": "What is 1/2 + 1/4?", "answer": "\\frac{3}{4}"},
+]
+PLAIN = [
+    "3+4 = \\boxed{7}",
+    "\\boxed{8}",
+    "The answer is 7.",
+    "I do not know.",
+    "\\boxed{0.75}",
+    "\\boxed{3/4}",
+    "\\boxed{\\frac{1}{2}}",
+    "so 1/2 + 1/4 = \\boxed{\\frac34}",
+]
+EXPECTED = [1.0, 0.0, 1.0, 0.0, 1.0, 1.0, 0.0, 1.0]
+
+
+def as_chat(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [
+        {
+            **r,
+            "prompt": [
+                {"role": "system", "content": "Be brief."},
+                {"role": "user", "content": r["prompt"]},
+            ],
+        }
+        for r in rows
+    ]
+
+
+def test_completion_text() -> None:
+    assert completion_text("abc") == "abc"
+    assert completion_text([{"role": "assistant", "content": "x = 1"}]) == "x = 1"
+    parts = [{"role": "assistant", "content": [{"type": "text", "text": "a"}, {"type": "image"}]}]
+    assert completion_text(parts) == "a"
+
+
+@pytest.mark.parametrize("asynchronous", [False, True])
+def test_plain_completions(server: Server, asynchronous: bool) -> None:
+    reward = reward_function(server.url, {"type": "math"}, asynchronous=asynchronous)
+    with trl_call(reward) as call:
+        out = call(ROWS, PLAIN, G)
+    assert out.shape == (8, 1)
+    assert out[:, 0].tolist() == EXPECTED
+    assert reward.calls == 1  # the whole batch in one /v1/rewards call
+    extra = call.extra
+    assert extra["referee_outcome"][:4] == ["correct", "wrong", "correct", "wrong"]
+    assert extra["referee_extracted"][0] == "7"
+    metrics = call.metrics
+    # group 1: 2 of 4 right; group 2: 3 of 4 right
+    assert metrics["referee/pass_rate"] == [pytest.approx((0.5 + 0.75) / 2)]
+    assert metrics["referee/all_correct"] == [0.0] and metrics["referee/failed"] == [0.0]
+    assert metrics["referee/latency_s"][0] > 0
+
+
+@pytest.mark.parametrize("asynchronous", [False, True])
+def test_conversational_completions(server: Server, asynchronous: bool) -> None:
+    reward = reward_function(server.url, {"type": "math"}, asynchronous=asynchronous)
+    completions = [[{"role": "assistant", "content": text}] for text in PLAIN]
+    with trl_call(reward) as call:
+        out = call(as_chat(ROWS), completions, G)
+    assert out[:, 0].tolist() == EXPECTED
+
+
+def test_per_item_failure_is_none_and_other_rewards_still_count(server: Server) -> None:
+    """A row whose grader is invalid, and a group without consensus, give None: TRL turns it
+    into NaN and leaves it out; the others are scored."""
+    rows = [
+        {"prompt": "p0", "answer": "7", "grader": '{"type": "math"}'},
+        {"prompt": "p1", "answer": "7", "grader": '{"type": "no_such_grader"}'},
+        {"prompt": "p2", "answer": None, "grader": '{"type": "majority_vote", "min_share": 0.9}'},
+    ]
+    completions = ["\\boxed{7}", "\\boxed{6}"] * 3
+    reward = reward_function(server.url)  # the grader comes from the dataset's column
+    with trl_call(reward) as call:
+        out = call(rows, completions, 2)[:, 0]
+    assert out[:2].tolist() == [1.0, 0.0]
+    assert all(math.isnan(x) for x in out[2:].tolist())
+    assert call.extra["referee_outcome"][2:] == [
+        "invalid",
+        "invalid",
+        "no_consensus",
+        "no_consensus",
+    ]
+    assert call.metrics["referee/failed"] == [pytest.approx(2 / 6)]
+    zero = reward_function(server.url, failures="zero")
+    with trl_call(zero) as call:
+        out = call(rows[:2], completions[:4], 2)[:, 0]
+    assert out.tolist() == [1.0, 0.0, 0.0, 0.0]
+
+
+def test_reference_columns_and_weighted_grader(server: Server) -> None:
+    rows = [{"prompt": "2+2?", "solution": "4"}]
+    grader = {
+        "type": "weighted",
+        "graders": [
+            {"weight": 1.0, "grader": {"type": "math"}},
+            {"weight": 0.5, "grader": {"type": "format", "pattern": "boxed"}},
+        ],
+    }
+    reward = reward_function(server.url, grader)
+    with trl_call(reward) as call:
+        out = call(rows, ["\\boxed{4}", "4", "\\boxed{5}"], 3)[:, 0]
+    assert out.tolist() == pytest.approx([1.0, 2 / 3, 1 / 3])
+    assert call.extra["referee_math"] == [1.0, 1.0, 0.0]
+    assert call.extra["referee_format"] == [1.0, 0.0, 1.0]
+
+
+def test_grader_from_a_callable_and_majority_vote_groups(server: Server) -> None:
+    """Label-free: the G completions of one prompt are one group for majority vote."""
+    reward = reward_function(server.url, lambda row: {"type": "majority_vote"})
+    with trl_call(reward) as call:
+        out = call(
+            [{"prompt": "a"}, {"prompt": "b"}],
+            ["\\boxed{1}", "\\boxed{1}", "\\boxed{2}", "\\boxed{5}", "\\boxed{6}", "\\boxed{6}"],
+            3,
+        )[:, 0]
+    assert out.tolist() == [1.0, 1.0, 0.0, 0.0, 1.0, 1.0]
+
+
+def test_sdk_clients_and_pickling(server: Server) -> None:
+    with RefereeClient(server.url) as client:
+        reward = reward_function(client, {"type": "math"})
+        with trl_call(reward) as call:
+            assert call(ROWS, PLAIN, G)[:, 0].tolist() == EXPECTED
+    clone = pickle.loads(pickle.dumps(reward_function(server.url, {"type": "math"})))
+    with trl_call(clone) as call:
+        assert call(ROWS, PLAIN, G)[:, 0].tolist() == EXPECTED
+    aclient = AsyncRefereeClient(server.url)
+    areward = reward_function(aclient, {"type": "math"})
+    with trl_call(areward) as call:
+        assert call(ROWS, PLAIN, G)[:, 0].tolist() == EXPECTED
+        assert call.ns.async_loop is not None
+        asyncio.run_coroutine_threadsafe(aclient.aclose(), call.ns.async_loop).result()
+
+
+def test_chunked_batches_keep_order(server: Server) -> None:
+    reward = reward_function(server.url, {"type": "math"}, chunk_size=3)
+    with trl_call(reward) as call:
+        out = call(ROWS, PLAIN, G)
+    assert out[:, 0].tolist() == EXPECTED
+
+
+def test_two_reward_functions_side_by_side(server: Server) -> None:
+    correct = reward_function(server.url, {"type": "math"}, name="correct")
+    fmt = reward_function(
+        server.url, {"type": "format", "pattern": "boxed"}, asynchronous=True, name="fmt"
+    )
+    with trl_call(correct, fmt) as call:
+        out = call(ROWS, PLAIN, G)
+    assert out[:, 0].tolist() == EXPECTED
+    assert out[:, 1].tolist() == [1.0, 1.0, 0.0, 0.0, 1.0, 1.0, 1.0, 1.0]
+
+
+def test_unreachable_server_raises_or_gives_none() -> None:
+    url = "http://127.0.0.1:9"  # discard port: connection refused
+    reward = reward_function(url, {"type": "math"}, max_retries=0, timeout=2)
+    with trl_call(reward) as call, pytest.raises(RefereeError):
+        call(ROWS, PLAIN, G)
+    quiet = reward_function(url, {"type": "math"}, max_retries=0, timeout=2, on_error="none")
+    with trl_call(quiet) as call:
+        out = call(ROWS, PLAIN, G)
+    assert torch.isnan(out).all()
+    assert call.metrics["referee/call_failed"] == [1.0]
+
+
+def test_bad_options() -> None:
+    with pytest.raises(ValueError, match="failures"):
+        reward_function("http://x", failures="drop")  # type: ignore[arg-type]

@@ -1,0 +1,140 @@
+"""referee's veRL reward module, loaded and called exactly as veRL does: loaded from its file
+path (``custom_reward_function.path``) as ``custom_module``, ``reward_kwargs`` bound as keyword
+arguments; the naive manager calls ``compute_score(data_source=, solution_str=, ground_truth=,
+extra_info=)`` per sample, the batch manager ``compute_score(data_sources=, solution_strs=,
+ground_truths=, extra_infos=, **reward_kwargs)`` with numpy object arrays."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+from collections.abc import Callable, Iterator
+from types import ModuleType
+from typing import Any
+from typing import Any as Server
+
+import numpy as np
+import pytest
+
+from referee.trainer_adapter.verl_path import reward_module_path
+
+
+@pytest.fixture()
+def module() -> Iterator[ModuleType]:
+    """verl/trainer/ppo/reward.py ``get_custom_reward_fn``: the file imported by path."""
+    spec = importlib.util.spec_from_file_location("custom_module", reward_module_path())
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules["custom_module"] = mod
+    spec.loader.exec_module(mod)
+    yield mod
+    mod.reset_clients()
+    del sys.modules["custom_module"]
+
+
+def bound(fn: Callable[..., Any], **reward_kwargs: Any) -> Callable[..., Any]:
+    """How veRL wraps the function with ``custom_reward_function.reward_kwargs``."""
+
+    def wrapped(*args: Any, **kwargs: Any) -> Any:
+        return fn(*args, **kwargs, **reward_kwargs)
+
+    return wrapped
+
+
+def test_path_is_the_module_file() -> None:
+    assert reward_module_path().endswith("trainer_adapter/verl.py")
+
+
+def test_naive_manager_per_sample(module: ModuleType, server: Server) -> None:
+    score = bound(module.compute_score, referee_url=server.url)
+    right = score(
+        data_source="openai/gsm8k",
+        solution_str="3 + 4 = 7. The answer is \\boxed{7}",
+        ground_truth="7",
+        extra_info={"split": "train", "index": 0, "num_turns": 1},
+    )
+    assert right == {"score": 1.0, "acc": 1.0, "referee_failed": 0.0}
+    wrong = score(
+        data_source="openai/gsm8k",
+        solution_str="\\boxed{8}",
+        ground_truth="7",
+        extra_info={"split": "train", "index": 0},
+    )
+    assert wrong == {"score": 0.0, "acc": 0.0, "referee_failed": 0.0}
+    # the keys are the same whatever happens (veRL stacks them per key)
+    assert set(right) == set(wrong)
+
+
+def test_grader_from_extra_info_and_kwargs(module: ModuleType, server: Server) -> None:
+    score = bound(module.compute_score, referee_url=server.url)
+    mc = json.dumps({"type": "multiple_choice"})
+    out = score(
+        data_source="mmlu",
+        solution_str="The answer is (B)",
+        ground_truth="B",
+        extra_info={"index": 3, "grader": mc},
+    )
+    assert out["score"] == 1.0
+    partial = bound(
+        module.compute_score,
+        referee_url=server.url,
+        grader={"type": "string_check", "operation": "ilike"},
+    )
+    assert partial("x", "PARIS", "paris", None)["score"] == 1.0
+
+
+def test_batch_manager(module: ModuleType, server: Server) -> None:
+    n = 6
+    data_sources = np.array(["math"] * n, dtype=object)
+    solutions = ["\\boxed{2}", "\\boxed{3}", "\\boxed{2}", "\\boxed{5}", "\\boxed{5}", "\\boxed{6}"]
+    truths = ["2", "2", "2", None, None, None]
+    extras = np.array(
+        [{"index": 0}] * 3 + [{"index": 1, "grader": json.dumps({"type": "majority_vote"})}] * 3,
+        dtype=object,
+    )
+    out = module.compute_score_batch(
+        data_sources=data_sources,
+        solution_strs=solutions,
+        ground_truths=truths,
+        extra_infos=extras,
+        referee_url=server.url,
+    )
+    assert [o["score"] for o in out] == [1.0, 0.0, 1.0, 1.0, 1.0, 0.0]
+    assert [o["referee_failed"] for o in out] == [0.0] * n
+
+
+def test_batch_without_extra_info(module: ModuleType, server: Server) -> None:
+    out = module.compute_score_batch(
+        data_sources=np.array(["a", "b"], dtype=object),
+        solution_strs=["\\boxed{1}", "\\boxed{1}"],
+        ground_truths=["1", "2"],
+        extra_infos=[None, None],
+        referee_url=server.url,
+    )
+    assert [o["score"] for o in out] == [1.0, 0.0]
+
+
+def test_failures_score_zero_and_are_counted(module: ModuleType, server: Server) -> None:
+    bad = json.dumps({"type": "math", "extract": "nonsense"})
+    out = module.compute_score_batch(
+        data_sources=["m", "m"],
+        solution_strs=["\\boxed{1}", "\\boxed{1}"],
+        ground_truths=["1", "1"],
+        extra_infos=[{"grader": bad}, {}],
+        referee_url=server.url,
+    )
+    assert out == [
+        {"score": 0.0, "acc": 0.0, "referee_failed": 1.0},
+        {"score": 1.0, "acc": 1.0, "referee_failed": 0.0},
+    ]
+    down = module.compute_score("m", "\\boxed{1}", "1", None, referee_url="http://127.0.0.1:9")
+    assert down == {"score": 0.0, "acc": 0.0, "referee_failed": 1.0}
+
+
+def test_url_from_the_environment(
+    module: ModuleType, server: Server, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("REFEREE_URL", server.url)
+    monkeypatch.setenv("REFEREE_GRADER", json.dumps({"type": "multiple_choice"}))
+    assert module.compute_score("m", "(C)", "C")["score"] == 1.0

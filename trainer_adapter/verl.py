@@ -1,0 +1,170 @@
+"""veRL: ``compute_score`` functions for veRL's reward managers, scoring through referee.
+
+veRL loads a custom reward function from a file path (``custom_reward_function.path``) and
+calls it with the sample's data source, decoded response, ground truth and extra info; the
+``reward_kwargs`` of that config section are passed as keyword arguments::
+
+    custom_reward_function.path=$(python -m referee.trainer_adapter.verl_path)
+    custom_reward_function.name=compute_score          # naive / prime / dapo managers
+    ++custom_reward_function.reward_kwargs.referee_url=http://127.0.0.1:8000
+
+or, with ``reward_model.reward_manager=batch``, ``custom_reward_function.name=compute_score_batch``
+(one ``/v1/rewards`` call per training batch instead of one per sample). ``referee train ppo``
+writes such a command line.
+
+Where the settings come from, first found wins: keyword arguments (``referee_url``,
+``grader``, ``api_key``, ``pass_threshold``), ``extra_info["grader"]`` (a grader object or its
+JSON, as ``referee train ppo`` writes it per row), the environment (``REFEREE_URL``,
+``REFEREE_GRADER``, ``REFEREE_API_KEY``), then ``{"type": "math"}`` at http://127.0.0.1:8000.
+The ground truth becomes the grader's reference (tests, for a code grader without tests).
+
+Each call returns ``{"score", "acc", "referee_failed"}``: veRL takes ``score`` as the reward
+and logs the other keys; every sample has the same keys with numeric values, as veRL's
+managers require. A per-sample failure scores 0.0 with ``referee_failed`` 1.0. In the batch
+form, rollouts sharing ``extra_info["index"]`` (veRL's row index: the n responses to one
+prompt) share a group, so group graders (majority vote, length penalty) work.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from referee.client.errors import RefereeError
+from referee.client.models import RewardItem, RewardResult
+from referee.client.sdk import RefereeClient
+from referee.trainer_adapter.grader_specs import fill_grader, parse_grader, plain
+
+__all__ = ["DEFAULT_URL", "compute_score", "compute_score_batch", "reset_clients"]
+
+DEFAULT_URL = "http://127.0.0.1:8000"
+_FAILED = frozenset({"timeout", "error", "judge_error", "invalid"})
+_clients: dict[tuple[str, str | None, int], RefereeClient] = {}
+_lock = threading.Lock()
+
+
+def _client(url: str, api_key: str | None) -> RefereeClient:
+    """One client per server, key and process (veRL's reward workers are Ray processes)."""
+    key = (url, api_key, os.getpid())
+    with _lock:
+        client = _clients.get(key)
+        if client is None:
+            client = RefereeClient(url, api_key=api_key, max_retries=4)
+            _clients[key] = client
+        return client
+
+
+def reset_clients() -> None:
+    """Close the cached clients (tests; a long-lived process that changes servers)."""
+    with _lock:
+        for client in _clients.values():
+            client.close()
+        _clients.clear()
+
+
+def _settings(kwargs: Mapping[str, Any]) -> tuple[str, str | None, float]:
+    url = kwargs.get("referee_url") or os.environ.get("REFEREE_URL") or DEFAULT_URL
+    api_key = kwargs.get("api_key") or os.environ.get("REFEREE_API_KEY")
+    return str(url), (str(api_key) if api_key else None), float(kwargs.get("pass_threshold", 1.0))
+
+
+def _grader(extra_info: Any, kwargs: Mapping[str, Any]) -> dict[str, Any]:
+    extra = plain(extra_info) if extra_info is not None else {}
+    for spec in (
+        kwargs.get("grader"),
+        extra.get("grader") if isinstance(extra, dict) else None,
+        os.environ.get("REFEREE_GRADER"),
+    ):
+        if spec:
+            return parse_grader(spec)
+    return {"type": "math"}
+
+
+def _item(
+    n: int,
+    data_source: Any,
+    solution_str: str,
+    ground_truth: Any,
+    extra_info: Any,
+    kwargs: Mapping[str, Any],
+) -> RewardItem:
+    extra = plain(extra_info) if extra_info is not None else {}
+    group = None
+    if isinstance(extra, dict) and extra.get("index") is not None:
+        group = f"{data_source}:{extra['index']}"
+    grader = fill_grader(_grader(extra_info, kwargs), ground_truth)
+    prompt = extra.get("question", "") if isinstance(extra, dict) else ""
+    return RewardItem.model_validate(
+        {
+            "id": str(n),
+            "prompt": prompt if isinstance(prompt, str) else "",
+            "response": solution_str,
+            "grader": grader,
+            "group": group,
+        }
+    )
+
+
+def _score(result: RewardResult | None, threshold: float) -> dict[str, float]:
+    if result is None or result.score is None or result.details.get("outcome") in _FAILED:
+        return {"score": 0.0, "acc": 0.0, "referee_failed": 1.0}
+    return {
+        "score": float(result.score),
+        "acc": 1.0 if result.score >= threshold else 0.0,
+        "referee_failed": 0.0,
+    }
+
+
+def compute_score(
+    data_source: Any,
+    solution_str: str,
+    ground_truth: Any,
+    extra_info: Any = None,
+    **kwargs: Any,
+) -> dict[str, float]:
+    """veRL's per-sample reward function: one referee call for one response."""
+    url, api_key, threshold = _settings(kwargs)
+    try:
+        item = _item(0, data_source, solution_str, ground_truth, extra_info, kwargs)
+    except (ValueError, TypeError):  # pydantic's ValidationError is a ValueError
+        return _score(None, threshold)
+    try:
+        response = _client(url, api_key).rewards([item], pass_threshold=threshold)
+    except RefereeError:
+        return _score(None, threshold)
+    return _score(response.rewards[0], threshold)
+
+
+def compute_score_batch(
+    data_sources: Sequence[Any],
+    solution_strs: Sequence[str],
+    ground_truths: Sequence[Any],
+    extra_infos: Sequence[Any] | None = None,
+    **kwargs: Any,
+) -> list[dict[str, float]]:
+    """veRL's batch reward function (``reward_manager=batch``): one ``/v1/rewards`` call."""
+    url, api_key, threshold = _settings(kwargs)
+    n = len(solution_strs)
+    extras = list(extra_infos) if extra_infos is not None else [None] * n
+    items: list[RewardItem] = []
+    positions: list[int] = []
+    for i in range(n):
+        try:
+            items.append(
+                _item(i, data_sources[i], solution_strs[i], ground_truths[i], extras[i], kwargs)
+            )
+            positions.append(i)
+        except (ValueError, TypeError):
+            continue
+    results: list[RewardResult | None] = [None] * n
+    if items:
+        try:
+            response = _client(url, api_key).rewards(items, pass_threshold=threshold)
+        except RefereeError:
+            response = None
+        if response is not None:
+            for pos, result in zip(positions, response.rewards, strict=True):
+                results[pos] = result
+    return [_score(r, threshold) for r in results]
