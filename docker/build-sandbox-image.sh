@@ -5,7 +5,7 @@
 #      daemon already answers;
 #   2. debootstrap a minimal Debian root (bookworm, --variant=minbase) with the toolchains,
 #      cached as a tarball under $REFEREE_CACHE_DIR (default /var/cache/referee);
-#   3. `docker import` it as the base image referee-sandbox-base:<key>;
+#   3. `docker import` it as the base image referee-sandbox-base:<key> (also tagged :latest);
 #   4. `docker build` docker/sandbox.Dockerfile on top of it (--build-arg BASE=...).
 #
 # Idempotent: each step is skipped when its output exists (the cache key hashes the suite, the
@@ -138,6 +138,8 @@ if [ "$rebuild" = 1 ] || ! docker image inspect "$base" >/dev/null 2>&1; then
 else
   echo "[build-sandbox-image] base image exists: $base"
 fi
+# The latest base under a fixed name too: docker/build-images.sh builds the stack's images on it.
+docker tag "$base" "${base%%:*}:latest"
 
 # -- 4. the sandbox image -------------------------------------------------------------------------
 step "docker build"

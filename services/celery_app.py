@@ -75,7 +75,7 @@ class WorkerRuntime:
             policy=build_policy(settings),
             prm_cache=RedisRolloutCache(self.store._r),
         )
-        self.name = f"{socket.gethostname()}:{os.getpid()}"
+        self.name = f"{settings.worker_name or socket.gethostname()}:{os.getpid()}"
 
     @classmethod
     def get(cls, settings: Settings) -> WorkerRuntime:

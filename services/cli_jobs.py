@@ -45,6 +45,8 @@ def _worker(args: argparse.Namespace) -> int:
     ]
     if args.hostname:
         argv.append(f"--hostname={args.hostname}")
+    elif settings.worker_name:
+        argv.append(f"--hostname=celery@{settings.worker_name}")
     app.worker_main(argv)
     return 0
 

@@ -134,6 +134,12 @@ class Settings(BaseSettings):
     job_ttl_s: int = Field(7 * 86400, ge=60, description="Finished jobs are kept this long.")
     max_job_items: int = Field(200_000, ge=1, description="Most items in one job.")
     job_queue: str = Field("referee", description="The Celery queue jobs are sent to.")
+    worker_name: str | None = Field(
+        None,
+        description="This worker's name in a job's status and its Celery node name (default: "
+        "the host name). Containers with host networking share the host's name: "
+        "docker/entrypoint.sh names each worker container after its id.",
+    )
     compat_without_api_key: bool = Field(
         False,
         description="Serve the compatibility routes (SandboxFusion /run_code; OpenRLHF "
