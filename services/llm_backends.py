@@ -26,9 +26,11 @@ def build_backend(
     concurrency: int = 32,
     top_logprobs: int = 20,
     vllm_options: dict[str, Any] | None = None,
+    torch_threads: int | None = None,
     what: str = "POLICY",
 ) -> LLMBackend | None:
-    """The backend ``kind`` serving ``model`` (None for ``none``)."""
+    """The backend ``kind`` serving ``model`` (None for ``none``). ``torch_threads`` caps the
+    intra-op threads of an in-process ``transformers`` model (torch's setting is per process)."""
     if kind == "none":
         return None
     if not model:
@@ -49,6 +51,10 @@ def build_backend(
         return VLLMBackend(model, max_logprobs=max_logprobs, **options)
     if kind != "transformers":
         raise ValueError(f"unknown backend {kind!r}")
+    if torch_threads:
+        import torch
+
+        torch.set_num_threads(torch_threads)
     if model == "tiny-random":
         from referee.genrm.openai_server import tiny_transformers_backend
 
@@ -69,6 +75,7 @@ def build_judge(settings: Settings) -> LLMBackend | None:
         concurrency=settings.judge_concurrency,
         top_logprobs=settings.judge_top_logprobs,
         vllm_options=settings.judge_vllm_options,
+        torch_threads=settings.torch_threads,
         what="JUDGE",
     )
 
@@ -81,4 +88,5 @@ def build_policy(settings: Settings) -> LLMBackend | None:
         api_key=settings.policy_api_key,
         concurrency=settings.policy_concurrency,
         vllm_options=settings.judge_vllm_options,
+        torch_threads=settings.torch_threads,
     )

@@ -113,6 +113,13 @@ class Settings(BaseSettings):
     policy_base_url: str | None = Field(None, description="openai: the server, e.g. http://h:8002")
     policy_api_key: str | None = None
     policy_concurrency: int = Field(32, ge=1, description="openai: requests in flight at once.")
+    torch_threads: int | None = Field(
+        None,
+        ge=1,
+        description="transformers judge or policy: torch's intra-op threads in this process "
+        "(default: torch's, one per core). Several worker processes on one machine share the "
+        "cores better with cores / processes each.",
+    )
     prm_sync_max_rollouts: int = Field(
         256,
         ge=0,
