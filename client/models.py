@@ -54,6 +54,7 @@ __all__ = [
     "MultipleChoiceGrader",
     "PRMGrader",
     "Problem",
+    "ProceduralGrader",
     "RewardItem",
     "RewardResult",
     "RewardsRequest",
@@ -285,6 +286,33 @@ class LengthPenaltyGrader(_Model):
     )
 
 
+class ProceduralGrader(_Model):
+    """A generated problem (reasoning-gym, ``GET /v1/environments``) scored by its task's own
+    scorer, after extracting the answer from the response; partial credit where the task gives
+    it. ``POST /v1/environments/{task}/problems`` returns this grader for each problem."""
+
+    type: Literal["procedural"] = "procedural"
+    task: str = Field(..., pattern=r"^[A-Za-z0-9_]{1,64}$", examples=["basic_arithmetic"])
+    entry: dict[str, Any] = Field(
+        ...,
+        description="The problem's entry as generated: `answer` (null for tasks whose scorer "
+        "checks a proposed solution) and `metadata`.",
+    )
+    config: dict[str, Any] = Field(
+        default_factory=dict,
+        description="The task config the problem was generated with (scorers may read it).",
+    )
+    extract: Literal["auto", "answer_tag", "boxed", "none"] = Field(
+        "auto",
+        description="Where the answer is read: `auto` (the last <answer> tag, else the last "
+        "\\boxed{}), only the tag, only \\boxed{}, or the whole response (after </think>).",
+    )
+    tag: str = Field("answer", pattern=r"^[A-Za-z][A-Za-z0-9_-]{0,31}$")
+    level: int | None = Field(
+        None, ge=0, le=1000, description="The curriculum level the problem was drawn at."
+    )
+
+
 Grader = Annotated[
     MathGrader
     | MultipleChoiceGrader
@@ -294,6 +322,7 @@ Grader = Annotated[
     | RubricGrader
     | GenRMGrader
     | PRMGrader
+    | ProceduralGrader
     | MajorityVoteGrader
     | LengthPenaltyGrader
     | WeightedGrader,

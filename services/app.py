@@ -24,6 +24,7 @@ from referee.services.llm_backends import build_judge, build_policy
 from referee.services.metrics import Metrics
 from referee.services.routes import (
     compat,
+    environments,
     health,
     jobs,
     judge,
@@ -78,6 +79,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             yield
         finally:
             await app.state.jobs.close()
+            if getattr(app.state, "curriculum", None) is not None:
+                await app.state.curriculum.close()
             executor.close()
             pool.close()
             if app.state.judge is not None:
@@ -100,6 +103,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(judge.router, dependencies=[Depends(require_api_key)])
     app.include_router(jobs.router, dependencies=[Depends(require_api_key)])
     app.include_router(sandbox.router, dependencies=[Depends(require_api_key)])
+    app.include_router(environments.router, dependencies=[Depends(require_api_key)])
     # veRL's SandboxFusion client sends no key: the operator may leave /run_code open.
     compat_deps = [] if settings.compat_without_api_key else [Depends(require_api_key)]
     app.include_router(compat.router, dependencies=compat_deps)

@@ -16,7 +16,11 @@ from referee.verifiers.multiple_choice import verify_multiple_choice
 from referee.verifiers.string_check import string_check
 from referee.verifiers.weighted import combine
 
-__all__ = ["count_math_leaves", "score_item"]
+__all__ = ["PROCEDURAL_TIMEOUT_S", "count_math_leaves", "item_deadline", "score_item"]
+
+PROCEDURAL_TIMEOUT_S = 20.0
+"""The least deadline of an item with a ``procedural`` leaf: a worker's first one imports
+reasoning-gym (about 2 s) and builds the task's generator (ARC loads its data)."""
 
 _MATH_OPTIONS = (
     "extract",
@@ -76,6 +80,17 @@ def score_item(grader: dict[str, Any], response: str) -> tuple[float | None, dic
             }
         total = combine(parts, normalize=grader.get("normalize", True))
         return total, {"outcome": "weighted", "parts": breakdown}
+    if kind == "procedural":  # reasoning-gym's own scorer, here in a pool worker
+        from referee.verifiers.procedural import score as score_procedural
+
+        return score_procedural(
+            grader["task"],
+            grader["entry"],
+            response,
+            config=grader.get("config") or {},
+            extract=grader.get("extract", "auto"),
+            tag=grader.get("tag", "answer"),
+        )
     if kind == "code":
         raise ValueError("code graders run on the sandbox executor (resolve_code_leaves)")
     if kind == "prm_mc":
@@ -90,3 +105,16 @@ def count_math_leaves(grader: dict[str, Any]) -> int:
     if grader["type"] == "weighted":
         return sum(count_math_leaves(p["grader"]) for p in grader["graders"])
     return 1 if grader["type"] == "math" else 0
+
+
+def _has_procedural(grader: dict[str, Any]) -> bool:
+    if grader["type"] == "weighted":
+        return any(_has_procedural(p["grader"]) for p in grader["graders"])
+    return bool(grader["type"] == "procedural")
+
+
+def item_deadline(grader: dict[str, Any], timeout_s: float) -> float:
+    """An item's deadline on the pool: ``timeout_s`` per math check, at least
+    :data:`PROCEDURAL_TIMEOUT_S` when it has a procedural leaf."""
+    deadline = timeout_s * max(1, count_math_leaves(grader))
+    return max(deadline, PROCEDURAL_TIMEOUT_S) if _has_procedural(grader) else deadline

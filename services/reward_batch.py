@@ -23,7 +23,7 @@ from referee.client.models import GroupStats, RewardItem, RewardResult, RewardsR
 from referee.genrm.backend import LLMBackend
 from referee.genrm.prm import RolloutCache
 from referee.services.code_grading import has_code, resolve_code_leaves
-from referee.services.grading import count_math_leaves, score_item
+from referee.services.grading import item_deadline, score_item
 from referee.services.group_grading import has_group_grader, resolve_group_leaves
 from referee.services.judge_grading import has_judge, require_judge, resolve_judge_leaves
 from referee.services.metrics import Metrics
@@ -102,7 +102,7 @@ def group_stats(
 async def _on_pool(
     pool: CheckPool, graders: list[dict[str, Any]], responses: list[str], timeout_s: float
 ) -> list[Any]:
-    deadlines = [timeout_s * max(1, count_math_leaves(g)) for g in graders]
+    deadlines = [item_deadline(g, timeout_s) for g in graders]
     return await pool.amap(
         score_item, list(zip(graders, responses, strict=True)), timeout_s=deadlines
     )

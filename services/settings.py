@@ -159,7 +159,23 @@ class Settings(BaseSettings):
         "when the request names none; the sample's label is its reference. Default: math.",
     )
 
-    @field_validator("api_keys", mode="before")
+    environments_max_problems: int = Field(
+        10_000, ge=1, description="Most problems one /v1/environments or curriculum call makes."
+    )
+    environments_timeout_s: float = Field(
+        60.0, gt=0, le=3600, description="Deadline of generating one chunk of 64 problems."
+    )
+    curriculum_low: float = Field(0.3, ge=0, le=1, description="Below this pass rate: easier.")
+    curriculum_high: float = Field(0.7, ge=0, le=1, description="Above this pass rate: harder.")
+    curriculum_window: int = Field(
+        32, ge=1, description="Results at a task's level before its level may move."
+    )
+    curriculum_tasks: Annotated[list[str], NoDecode] = Field(
+        default_factory=list,
+        description="Tasks the curriculum draws from (comma-separated); empty: every task.",
+    )
+
+    @field_validator("api_keys", "curriculum_tasks", mode="before")
     @classmethod
     def _split_keys(cls, value: object) -> object:
         if isinstance(value, str):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import time
 from typing import Any
 
@@ -16,10 +17,13 @@ from referee.client.models import (
     RewardsResponse,
 )
 from referee.services.reward_batch import PRMOptions, score_batch
+from referee.services.routes.environments import record_procedural
 from referee.verifiers import TimedOut, WorkerFailed
 from referee.verifiers.math import verify
 
 __all__ = ["router"]
+
+log = logging.getLogger("referee.rewards")
 
 _PROBLEMS: dict[int | str, dict[str, Any]] = {
     401: {"model": Problem, "description": "Missing or unknown API key"},
@@ -42,7 +46,7 @@ async def rewards(body: RewardsRequest, request: Request) -> RewardsResponse:
             f"{len(body.items)} items in one request; the limit is {settings.max_batch_items}: "
             "split the batch (the Python SDK chunks large batches for you)"
         )
-    return await score_batch(
+    response = await score_batch(
         request.app.state.pool,
         body.items,
         settings.math_timeout_s,
@@ -57,6 +61,12 @@ async def rewards(body: RewardsRequest, request: Request) -> RewardsResponse:
             budget=settings.prm_sync_max_rollouts,
         ),
     )
+    if any(item.grader.type == "procedural" for item in body.items):
+        try:  # the curriculum learns from procedural items; a store outage costs no rewards
+            await record_procedural(request, body.items, response, body.pass_threshold)
+        except Exception:
+            log.exception("the curriculum could not record this batch")
+    return response
 
 
 @router.post(

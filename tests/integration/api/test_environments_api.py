@@ -1,0 +1,203 @@
+"""/v1/environments, the procedural grader in /v1/rewards, and /v1/curriculum on a real server."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+import redis
+
+from referee.verifiers import procedural
+
+pytest.importorskip("reasoning_gym")
+
+
+@pytest.fixture(scope="module")
+def env_server(tmp_path_factory: pytest.TempPathFactory, referee_server_factory: Any) -> str:
+    srv = referee_server_factory(
+        tmp_path_factory.mktemp("env"),
+        {"REFEREE_MAX_BATCH_ITEMS": "2000", "REFEREE_CURRICULUM_WINDOW": "8"},
+        "env",
+    )
+    return str(srv.url)
+
+
+def _problems(url: str, task: str, **body: Any) -> list[dict[str, Any]]:
+    r = httpx.post(f"{url}/v1/environments/{task}/problems", json=body, timeout=120)
+    assert r.status_code == 200, r.text
+    return list(r.json()["problems"])
+
+
+def test_every_family_scores_its_own_answer_one_and_a_wrong_one_below(env_server: str) -> None:
+    listing = httpx.get(f"{env_server}/v1/environments", timeout=120).json()
+    families = {f["name"]: f for f in listing["families"]}
+    assert len(families) >= 100
+    assert {e["name"] for e in listing["excluded"]} == set(procedural.EXCLUDED)
+    items, expect = [], []
+    for name, family in sorted(families.items()):
+        problems = _problems(env_server, name, n=3, seed=1)
+        for k, p in enumerate(problems):
+            others = [q["answer"] for q in problems if q["answer"] != p["answer"]]
+            wrong = others[0] if others and others[0] else "zzz not it"
+            if family["reference_answer"]:
+                assert p["answer"] is not None, name
+                items.append(
+                    {
+                        "id": f"{name}-{k}-ref",
+                        "response": f"<answer>{p['answer']}</answer>",
+                        "grader": p["grader"],
+                    }
+                )
+                expect.append((name, "ref"))
+            items.append(
+                {
+                    "id": f"{name}-{k}-wrong",
+                    "response": f"<answer>{wrong}</answer>",
+                    "grader": p["grader"],
+                }
+            )
+            expect.append((name, "wrong"))
+    r = httpx.post(f"{env_server}/v1/rewards", json={"items": items}, timeout=600)
+    assert r.status_code == 200, r.text
+    failures = []
+    for (name, kind), res in zip(expect, r.json()["rewards"], strict=True):
+        if (kind == "ref" and res["score"] != 1.0) or (kind == "wrong" and res["score"] >= 1.0):
+            failures.append((name, kind, res["score"], res["details"]))
+    assert failures == []
+    # The families without a single reference answer are the ones listed with the reason.
+    assert {n for n, f in families.items() if not f["reference_answer"]} == set(
+        procedural.NO_REFERENCE
+    )
+
+
+def test_same_seed_same_problems(env_server: str) -> None:
+    a = _problems(env_server, "basic_arithmetic", n=70, seed=3, config={"max_terms": 3})
+    b = _problems(env_server, "basic_arithmetic", n=70, seed=3, config={"max_terms": 3})
+    c = _problems(env_server, "basic_arithmetic", n=70, seed=4, config={"max_terms": 3})
+    assert a == b and a != c
+    assert [p["index"] for p in a] == list(range(70))  # two chunks, in order
+    assert a[0]["prompt"].startswith(a[0]["question"]) and "<answer>" in a[0]["prompt"]
+
+
+def test_bad_requests_say_what_is_wrong(env_server: str) -> None:
+    url = f"{env_server}/v1/environments"
+    r = httpx.post(f"{url}/no_such_task/problems", json={})
+    assert r.status_code == 404 and "unknown task" in r.json()["detail"]
+    r = httpx.post(f"{url}/composite/problems", json={})
+    assert r.status_code == 404 and "not served" in r.json()["detail"]
+    r = httpx.post(f"{url}/basic_arithmetic/problems", json={"config": {"min_terms": 0}})
+    assert r.status_code == 422 and "refuses the config" in r.json()["detail"]
+    r = httpx.post(f"{url}/basic_arithmetic/problems", json={"level": 99})
+    assert r.status_code == 422 and "levels 0 to" in r.json()["detail"]
+    r = httpx.post(f"{url}/basic_arithmetic/problems", json={"n": 10**6})
+    assert r.status_code == 413
+
+
+def test_malformed_entries_are_per_item_errors(env_server: str) -> None:
+    [p] = _problems(env_server, "basic_arithmetic", n=1, seed=9)
+    good = {"id": "good", "response": f"<answer>{p['answer']}</answer>", "grader": p["grader"]}
+    items = [
+        good,
+        {
+            "id": "no-answer-key",
+            "response": "<answer>1</answer>",
+            "grader": {"type": "procedural", "task": "basic_arithmetic", "entry": {"metadata": {}}},
+        },
+        {
+            "id": "unknown-task",
+            "response": "<answer>1</answer>",
+            "grader": {"type": "procedural", "task": "nope", "entry": {"answer": "1"}},
+        },
+        {
+            "id": "bad-config",
+            "response": "<answer>1</answer>",
+            "grader": {**p["grader"], "config": {"bogus": 1}},
+        },
+        {
+            "id": "weighted",
+            "response": f"<think>x</think><answer>{p['answer']}</answer>",
+            "grader": {
+                "type": "weighted",
+                "graders": [
+                    {"weight": 1.0, "grader": p["grader"]},
+                    {"weight": 1.0, "grader": {"type": "format", "pattern": "think_answer"}},
+                ],
+            },
+        },
+    ]
+    r = httpx.post(f"{env_server}/v1/rewards", json={"items": items}, timeout=120)
+    assert r.status_code == 200, r.text
+    out = {x["id"]: x for x in r.json()["rewards"]}
+    assert out["good"]["score"] == 1.0 and out["good"]["details"]["outcome"] == "correct"
+    assert out["weighted"]["score"] == 1.0
+    for bad, words in (
+        ("no-answer-key", "entry.answer"),
+        ("unknown-task", "unknown task"),
+        ("bad-config", "no config field"),
+    ):
+        assert out[bad]["score"] == 0.0 and out[bad]["details"]["outcome"] == "error"
+        assert words in out[bad]["details"]["error"]
+
+
+def _play(url: str, task: str, correct: bool, rounds: int) -> list[int]:
+    """A simulated policy: draws 8 problems, answers them all right (or all wrong), scores."""
+    levels = []
+    for _ in range(rounds):
+        r = httpx.post(f"{url}/v1/curriculum/problems", json={"n": 8, "tasks": [task]}, timeout=120)
+        assert r.status_code == 200, r.text
+        problems = r.json()["problems"]
+        items = [
+            {
+                "id": str(i),
+                "response": f"<answer>{p['answer'] if correct else 'zzz'}</answer>",
+                "grader": p["grader"],
+            }
+            for i, p in enumerate(problems)
+        ]
+        assert (
+            httpx.post(f"{url}/v1/rewards", json={"items": items}, timeout=120).status_code == 200
+        )
+        state = {t["task"]: t for t in httpx.get(f"{url}/v1/curriculum").json()["tasks"]}[task]
+        levels.append(state["level"])
+    return levels
+
+
+def _curriculum_moves(url: str) -> None:
+    up = _play(url, "basic_arithmetic", correct=True, rounds=3)
+    assert up == [1, 2, 3]  # a window of 8 results per move, always above the band
+    down = _play(url, "basic_arithmetic", correct=False, rounds=2)
+    assert down == [2, 1]
+    view = httpx.get(f"{url}/v1/curriculum").json()
+    state = {t["task"]: t for t in view["tasks"]}["basic_arithmetic"]
+    per_level = {x["level"]: x for x in state["per_level"]}
+    assert per_level[0]["pass_rate"] == 1.0 and per_level[3]["pass_rate"] == 0.0
+    # A failing task weighs more in draws than a passing one.
+    _play(url, "word_sorting", correct=True, rounds=1)
+    weights = {t["task"]: t["weight"] for t in httpx.get(f"{url}/v1/curriculum").json()["tasks"]}
+    assert weights["basic_arithmetic"] > weights["word_sorting"]
+    r = httpx.post(
+        f"{url}/v1/curriculum/problems",
+        json={"n": 200, "tasks": ["basic_arithmetic", "word_sorting"], "seed": 1},
+    )
+    drawn = [p["task"] for p in r.json()["problems"]]
+    assert drawn.count("basic_arithmetic") > drawn.count("word_sorting")
+
+
+def test_curriculum_in_memory(env_server: str) -> None:
+    _curriculum_moves(env_server)
+    assert httpx.get(f"{env_server}/v1/curriculum").json()["store"] == "memory"
+
+
+def test_curriculum_in_redis(tmp_path: Path, referee_server_factory: Any) -> None:
+    url = "redis://127.0.0.1:6379/13"
+    client = redis.Redis.from_url(url)
+    for key in client.scan_iter("referee:curriculum:*"):
+        client.delete(key)
+    srv = referee_server_factory(
+        tmp_path, {"REFEREE_BROKER_URL": url, "REFEREE_CURRICULUM_WINDOW": "8"}, "env-redis"
+    )
+    _curriculum_moves(srv.url)
+    assert httpx.get(f"{srv.url}/v1/curriculum").json()["store"] == "redis"
+    assert client.hget("referee:curriculum:basic_arithmetic", "level") == b"1"
