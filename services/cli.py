@@ -6,6 +6,7 @@ referee rewards batch.jsonl --out scored.jsonl [--server http://127.0.0.1:8000]
 referee run sol.cpp --lang cpp --stdin '1 2'  # one program in the sandbox (or --server URL)
 referee worker                                # a Celery worker for jobs (REFEREE_BROKER_URL)
 referee jobs submit items.jsonl --wait        # a job, with a progress bar (see cli_jobs)
+referee dataset --task basic_arithmetic --n 1000 --seed 1 --out train.jsonl  (see cli_dataset)
 
 `referee run` prints the program's stdout to stdout, its stderr and then a status line to
 stderr, and exits with 0 (ok), 1 (runtime_error), 3 (compile_error), 4 (time_limit),
@@ -321,6 +322,9 @@ def build_parser() -> argparse.ArgumentParser:
     from referee.services.cli_jobs import register as register_jobs
 
     register_jobs(sub)
+    from referee.services.cli_dataset import register as register_dataset
+
+    register_dataset(sub)
     return parser
 
 
