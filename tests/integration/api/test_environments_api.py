@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -201,3 +202,29 @@ def test_curriculum_in_redis(tmp_path: Path, referee_server_factory: Any) -> Non
     _curriculum_moves(srv.url)
     assert httpx.get(f"{srv.url}/v1/curriculum").json()["store"] == "redis"
     assert client.hget("referee:curriculum:basic_arithmetic", "level") == b"1"
+
+
+def test_trainer_draws_prompts_from_the_curriculum(env_server: str) -> None:
+    from referee.client.errors import InvalidRequest
+    from referee.trainer_adapter.curriculum import CurriculumSource
+
+    with CurriculumSource(env_server, tasks=["letter_counting"], batch_size=8, seed=5) as source:
+        levels = []
+        for _ in range(2):  # a policy that always answers right, fed by the source
+            rows = source.draw(8)
+            items = [
+                {
+                    "id": str(i),
+                    "response": f"<answer>{r['answer']}</answer>",
+                    "grader": json.loads(r["grader"]),
+                }
+                for i, r in enumerate(rows)
+            ]
+            assert all(r["data_source"] == "reasoning_gym/letter_counting" for r in rows)
+            assert httpx.post(f"{env_server}/v1/rewards", json={"items": items}).status_code == 200
+            state = {t.task: t for t in source.state().tasks}["letter_counting"]
+            levels.append(state.level)
+        assert levels == [1, 2]
+        assert next(iter(source))["extra_info"]["level"] == 2
+    with CurriculumSource(env_server, tasks=["nope"]) as bad, pytest.raises(InvalidRequest):
+        bad.draw(1)
