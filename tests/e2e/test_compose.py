@@ -38,6 +38,17 @@ ADD_CPP = (
 )
 
 
+CPP_ITEM = {
+    "id": "cpp",
+    "response": f"```cpp\n{ADD_CPP}```",
+    "grader": {
+        "type": "code",
+        "language": "cpp",
+        "tests": [{"stdin": "1 2\n", "stdout": "3\n"}, {"stdin": "40 2\n", "stdout": "41\n"}],
+    },
+}
+
+
 def _free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -244,22 +255,10 @@ def test_programs_run_on_the_sandbox_node_isolated(stack: Stack) -> None:
         languages = c.sandbox_languages()
         cpp = c.sandbox_run(ADD_CPP, "cpp", "20 22\n")
         inside = c.sandbox_run(probe, "python")
-        rewards = c.rewards(
-            [
-                {
-                    "id": "cpp",
-                    "response": f"```cpp\n{ADD_CPP}```",
-                    "grader": {
-                        "type": "code",
-                        "language": "cpp",
-                        "tests": [
-                            {"stdin": "1 2\n", "stdout": "3\n"},
-                            {"stdin": "40 2\n", "stdout": "41\n"},
-                        ],
-                    },
-                }
-            ]
-        )
+        rewards = c.rewards([CPP_ITEM])
+        hog = c.sandbox_run("x = bytearray(1 << 30)\nprint(len(x))", "python", memory_mb=128)
+        forks = c.sandbox_run("import os\nwhile True:\n    os.fork()", "python", time_limit_s=2)
+        after = c.sandbox_run("print('still here')", "python")
     assert languages.backend == "remote (bwrap)"
     assert {"python", "cpp", "java", "go", "rust", "javascript"} <= {
         lang.name for lang in languages.languages
@@ -270,17 +269,23 @@ def test_programs_run_on_the_sandbox_node_isolated(stack: Stack) -> None:
     code = rewards.rewards[0]
     assert code.score == 0.5
     assert [t["outcome"] for t in code.details["tests"]] == ["passed", "wrong_answer"]
+    assert hog.status == "memory_limit", hog
+    assert forks.status != "ok" and after.stdout == "still here\n"  # the node survives both
 
 
 def test_a_prm_job_runs_on_a_celery_worker(stack: Stack) -> None:
+    """PRM rollouts from the worker's in-process policy, and a code item the worker forwards
+    to the sandbox node, in one job."""
     (worker,) = stack.containers("worker")
     with client(stack) as c:
-        done = c.wait(c.submit(prm_items(3, "p", rollouts=4)), timeout_s=600)
+        done = c.wait(c.submit([*prm_items(3, "p", rollouts=4), CPP_ITEM]), timeout_s=600)
     assert done.state is JobState.SUCCEEDED, done.error
     assert done.worker is not None and done.worker.startswith(stack.worker_name(worker) + ":")
     assert done.result is not None
-    assert [r.details["outcome"] for r in done.result.rewards] == ["prm"] * 3
-    assert all(len(r.details["steps"]) == 4 for r in done.result.rewards)
+    *prm, code = done.result.rewards
+    assert [r.details["outcome"] for r in prm] == ["prm"] * 3
+    assert all(len(r.details["steps"]) == 4 for r in prm)
+    assert code.score == 0.5 and code.details["compile"]["status"] == "ok"
 
 
 def test_two_workers_both_take_jobs(stack: Stack) -> None:
