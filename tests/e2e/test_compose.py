@@ -273,6 +273,45 @@ def test_programs_run_on_the_sandbox_node_isolated(stack: Stack) -> None:
     assert forks.status != "ok" and after.stdout == "still here\n"  # the node survives both
 
 
+SYSCALLS = """
+import ctypes, os, platform
+libc = ctypes.CDLL(None, use_errno=True)
+numbers = {"x86_64": (321, 308, 101), "aarch64": (280, 268, 117)}[platform.machine()]
+for name, nr in zip(("bpf", "setns", "ptrace"), numbers):
+    r = libc.syscall(nr, 0, 0, 0, 0)
+    print(name, os.strerror(ctypes.get_errno()) if r < 0 else "allowed")
+"""
+
+
+def test_the_sandbox_container_is_not_privileged(stack: Stack) -> None:
+    """Its privileges are the listed capabilities and a seccomp profile that keeps bpf, setns
+    and ptrace closed even to its root; the api and the workers have none and are not root."""
+    (sandbox,) = stack.containers("sandbox")
+    host = stack.inspect(sandbox)["HostConfig"]
+    assert host["Privileged"] is False
+    assert any(opt.startswith("seccomp=") for opt in host["SecurityOpt"])
+    assert set(host["CapDrop"]) == {"ALL"} and "SYS_ADMIN" in host["CapAdd"]
+    probe = subprocess.run(
+        ["docker", "exec", sandbox, "python3", "-c", SYSCALLS],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert probe.stdout.split("\n")[:3] == [
+        "bpf Operation not permitted",
+        "setns Operation not permitted",
+        "ptrace Operation not permitted",
+    ]
+    for service in ("api", "worker"):
+        (cid,) = stack.containers(service)
+        host = stack.inspect(cid)["HostConfig"]
+        assert host["CapDrop"] == ["ALL"] and not host["CapAdd"], service
+        uid = subprocess.run(
+            ["docker", "exec", cid, "id", "-u"], capture_output=True, text=True, check=True
+        )
+        assert uid.stdout.strip() != "0", service
+
+
 def test_a_prm_job_runs_on_a_celery_worker(stack: Stack) -> None:
     """PRM rollouts from the worker's in-process policy, and a code item the worker forwards
     to the sandbox node, in one job."""
