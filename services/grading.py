@@ -113,8 +113,13 @@ def _has_procedural(grader: dict[str, Any]) -> bool:
     return bool(grader["type"] == "procedural")
 
 
-def item_deadline(grader: dict[str, Any], timeout_s: float) -> float:
+def item_deadline(
+    grader: dict[str, Any], timeout_s: float, procedural_timeout_s: float | None = None
+) -> float:
     """An item's deadline on the pool: ``timeout_s`` per math check, at least
-    :data:`PROCEDURAL_TIMEOUT_S` when it has a procedural leaf."""
+    ``procedural_timeout_s`` (default :data:`PROCEDURAL_TIMEOUT_S`) with a procedural leaf."""
     deadline = timeout_s * max(1, count_math_leaves(grader))
-    return max(deadline, PROCEDURAL_TIMEOUT_S) if _has_procedural(grader) else deadline
+    if not _has_procedural(grader):
+        return deadline
+    least = PROCEDURAL_TIMEOUT_S if procedural_timeout_s is None else procedural_timeout_s
+    return max(deadline, least)

@@ -100,9 +100,13 @@ def group_stats(
 
 
 async def _on_pool(
-    pool: CheckPool, graders: list[dict[str, Any]], responses: list[str], timeout_s: float
+    pool: CheckPool,
+    graders: list[dict[str, Any]],
+    responses: list[str],
+    timeout_s: float,
+    procedural_timeout_s: float | None = None,
 ) -> list[Any]:
-    deadlines = [item_deadline(g, timeout_s) for g in graders]
+    deadlines = [item_deadline(g, timeout_s, procedural_timeout_s) for g in graders]
     return await pool.amap(
         score_item, list(zip(graders, responses, strict=True)), timeout_s=deadlines
     )
@@ -114,6 +118,7 @@ async def _with_code(
     graders: list[dict[str, Any]],
     responses: list[str],
     timeout_s: float,
+    procedural_timeout_s: float | None = None,
 ) -> list[Any]:
     """Code leaves on the sandbox executor, then what is left of each grader on the pool."""
     resolved = await asyncio.gather(
@@ -136,6 +141,7 @@ async def _with_code(
             [resolved[i] for i in rest],  # type: ignore[misc]
             [responses[i] for i in rest],
             timeout_s,
+            procedural_timeout_s,
         )
         for i, out in zip(rest, done, strict=True):
             outcomes[i] = out
@@ -152,7 +158,10 @@ async def score_batch(
     judge: LLMBackend | None = None,
     judge_templates: str | None = None,
     prm: PRMOptions | None = None,
+    procedural_timeout_s: float | None = None,
 ) -> RewardsResponse:
+    """``procedural_timeout_s``: the least deadline of an item with a procedural leaf
+    (default ``grading.PROCEDURAL_TIMEOUT_S``)."""
     start = time.perf_counter()
     graders = [item.grader.model_dump() for item in items]
     responses = [item.response for item in items]
@@ -189,9 +198,20 @@ async def score_batch(
     code_set = set(code)
     plain = [i for i in range(len(items)) if i not in code_set]
     plain_out, code_out = await asyncio.gather(
-        _on_pool(pool, [graders[i] for i in plain], [responses[i] for i in plain], timeout_s),
+        _on_pool(
+            pool,
+            [graders[i] for i in plain],
+            [responses[i] for i in plain],
+            timeout_s,
+            procedural_timeout_s,
+        ),
         _with_code(
-            pool, sandbox, [graders[i] for i in code], [responses[i] for i in code], timeout_s
+            pool,
+            sandbox,
+            [graders[i] for i in code],
+            [responses[i] for i in code],
+            timeout_s,
+            procedural_timeout_s,
         )
         if code and sandbox is not None
         else asyncio.sleep(0, result=[]),

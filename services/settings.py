@@ -162,6 +162,13 @@ class Settings(BaseSettings):
     environments_max_problems: int = Field(
         10_000, ge=1, description="Most problems one /v1/environments or curriculum call makes."
     )
+    procedural_timeout_s: float = Field(
+        20.0,
+        gt=0,
+        le=600,
+        description="Least deadline of an item with a procedural grader (a worker's first one "
+        "imports reasoning-gym); a scorer that overruns it is killed.",
+    )
     environments_timeout_s: float = Field(
         60.0, gt=0, le=3600, description="Deadline of generating one chunk of 64 problems."
     )

@@ -60,6 +60,7 @@ async def rewards(body: RewardsRequest, request: Request) -> RewardsResponse:
             cache=request.app.state.prm_cache,
             budget=settings.prm_sync_max_rollouts,
         ),
+        procedural_timeout_s=settings.procedural_timeout_s,
     )
     if any(item.grader.type == "procedural" for item in body.items):
         try:  # the curriculum learns from procedural items; a store outage costs no rewards

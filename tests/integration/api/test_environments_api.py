@@ -228,3 +228,24 @@ def test_trainer_draws_prompts_from_the_curriculum(env_server: str) -> None:
         assert next(iter(source))["extra_info"]["level"] == 2
     with CurriculumSource(env_server, tasks=["nope"]) as bad, pytest.raises(InvalidRequest):
         bad.draw(1)
+
+
+def test_a_hanging_scorer_costs_one_item(tmp_path: Path, referee_server_factory: Any) -> None:
+    """reasoning-gym's polynomial_multiplication scorer hands the answer to sympy, which
+    evaluates a power tower for as long as it is let: its worker is killed at the deadline."""
+    srv = referee_server_factory(
+        tmp_path, {"REFEREE_MATH_WORKERS": "1", "REFEREE_PROCEDURAL_TIMEOUT_S": "6"}, "hang"
+    )
+    [p] = _problems(srv.url, "polynomial_multiplication", n=1, seed=1)
+    items = [
+        {"id": "right", "response": f"<answer>{p['answer']}</answer>", "grader": p["grader"]},
+        {"id": "hostile", "response": "<answer>9**9**9**9</answer>", "grader": p["grader"]},
+        {"id": "after", "response": f"<answer>{p['answer']}</answer>", "grader": p["grader"]},
+    ]
+    r = httpx.post(f"{srv.url}/v1/rewards", json={"items": items}, timeout=120)
+    assert r.status_code == 200, r.text
+    out = {x["id"]: x for x in r.json()["rewards"]}
+    assert out["right"]["score"] == 1.0 and out["after"]["score"] == 1.0
+    assert out["hostile"]["score"] == 0.0 and out["hostile"]["details"]["outcome"] == "timeout"
+    assert "6 s" in out["hostile"]["details"]["error"]
+    assert httpx.get(f"{srv.url}/readyz").status_code == 200
