@@ -24,6 +24,7 @@ import os
 import random
 import signal
 import socket
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -33,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+from celery import Celery
 
 from referee.client import RefereeClient
 from referee.genrm.openai_server import tiny_transformers_backend
@@ -160,7 +162,7 @@ def run_jobs(url: str, kind: str, n: int, tag: str) -> float:
     return n / (time.perf_counter() - t)
 
 
-def queue_throughput(n_jobs: int, tmp: Path) -> dict[str, dict[str, float]]:
+def queue_throughput(n_jobs: int, rounds: int, tmp: Path) -> dict[str, dict[str, float]]:
     env = {
         "REFEREE_POLICY_BACKEND": "transformers",
         "REFEREE_POLICY_MODEL": "tiny-random",
@@ -210,7 +212,14 @@ def queue_throughput(n_jobs: int, tmp: Path) -> dict[str, dict[str, float]]:
         {},
         tmp / "redis.log",
     )
-    queued = {**env, "REFEREE_BROKER_URL": f"redis://127.0.0.1:{redis_port}/0"}
+    # Each worker process gets half the cores for torch, so that the two of the second row share
+    # the machine instead of both spinning a thread per core.
+    threads = str(max(1, (os.cpu_count() or 2) // 2))
+    queued = {
+        **env,
+        "REFEREE_BROKER_URL": f"redis://127.0.0.1:{redis_port}/0",
+        "REFEREE_TORCH_THREADS": threads,
+    }
     port = _free_port()
     api = _start(
         [
@@ -228,33 +237,50 @@ def queue_throughput(n_jobs: int, tmp: Path) -> dict[str, dict[str, float]]:
         tmp / "api.log",
     )
     workers: list[subprocess.Popen[bytes]] = []
+    names = [f"w{i}@{socket.gethostname()}" for i in range(2)]
+    samples: dict[int, dict[str, list[float]]] = {
+        1: {"math": [], "prm": []},
+        2: {"math": [], "prm": []},
+    }
+    control = Celery(broker=queued["REFEREE_BROKER_URL"])
+    queue = "referee"  # REFEREE_JOB_QUEUE's default
     try:
         _wait_http(f"http://127.0.0.1:{port}/readyz", api)
-        for count in (1, 2):
-            while len(workers) < count:
-                workers.append(
-                    _start(
-                        [
-                            py,
-                            "-m",
-                            "referee.services.cli",
-                            "worker",
-                            "--concurrency",
-                            "1",
-                            "--hostname",
-                            f"w{len(workers)}@%h",
-                            "--loglevel",
-                            "warning",
-                        ],
-                        queued,
-                        tmp / f"worker{len(workers)}.log",
-                    )
+        for name in names:
+            workers.append(
+                _start(
+                    [
+                        py,
+                        "-m",
+                        "referee.services.cli",
+                        "worker",
+                        "--concurrency",
+                        "1",
+                        "--hostname",
+                        name,
+                        "--loglevel",
+                        "warning",
+                    ],
+                    queued,
+                    tmp / f"{name.split('@')[0]}.log",
                 )
-            run_jobs(f"http://127.0.0.1:{port}", "math", 2, f"warm{count}")  # workers loaded
-            rows[f"queue, {count} worker process{'es' if count > 1 else ''}"] = {
-                kind: run_jobs(f"http://127.0.0.1:{port}", kind, n_jobs, f"q{count}")
-                for kind in ("math", "prm")
-            }
+            )
+        run_jobs(f"http://127.0.0.1:{port}", "prm", 4, "warm")  # both workers loaded
+        # Rounds alternate between one consuming worker and two (the second one told to stop and
+        # resume consuming the queue), so that whatever else loads the machine weighs on both.
+        for r in range(rounds):
+            for count in (1, 2):
+                verb = (
+                    control.control.add_consumer if count == 2 else control.control.cancel_consumer
+                )
+                verb(queue, destination=[names[1]], reply=True, timeout=10)
+                for kind in ("math", "prm"):
+                    samples[count][kind].append(
+                        run_jobs(f"http://127.0.0.1:{port}", kind, n_jobs, f"q{r}-{count}")
+                    )
+        for count in (1, 2):
+            label = f"queue, {count} worker process{'es' if count > 1 else ''}"
+            rows[label] = {kind: statistics.median(v) for kind, v in samples[count].items()}
     finally:
         for w in workers:
             _stop(w)
@@ -269,6 +295,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--rollouts", type=int, default=4)
     ap.add_argument("--max-tokens", type=int, default=24)
     ap.add_argument("--jobs", type=int, default=40)
+    ap.add_argument("--rounds", type=int, default=3, help="alternating 1- and 2-worker rounds")
+    ap.add_argument(
+        "--jobs-only", action="store_true", help="only the queue part (no per-step vs binary)"
+    )
     ap.add_argument("--out", type=Path, default=ROOT / "bench" / "out")
     args = ap.parse_args(argv)
 
@@ -284,40 +314,52 @@ def main(argv: list[str] | None = None) -> int:
         "| policy | mode | rollouts | wall s | first wrong step = truth |",
         "|---|---|---:|---:|---:|",
     ]
-    policies = [
-        ("tiny random transformers model", tiny_transformers_backend()),
-        ("arithmetic-continuation program", _chain_module().ChainPolicy()),
-    ]
-    for name, policy in policies:
-        res = estimate_modes(policy, inputs, truth, args.rollouts, args.max_tokens)
-        for mode, row in res.items():
+    if not args.jobs_only:
+        policies = [
+            ("tiny random transformers model", tiny_transformers_backend()),
+            ("arithmetic-continuation program", _chain_module().ChainPolicy()),
+        ]
+        for name, policy in policies:
+            res = estimate_modes(policy, inputs, truth, args.rollouts, args.max_tokens)
+            for mode, row in res.items():
+                lines.append(
+                    f"| {name} | {mode} | {row['rollouts']:.0f} | {row['wall_s']:.2f} | "
+                    f"{row['agree']:.0%} |"
+                )
+            ratio_r = res["binary_search"]["rollouts"] / max(1.0, res["per_step"]["rollouts"])
+            ratio_t = res["binary_search"]["wall_s"] / res["per_step"]["wall_s"]
             lines.append(
-                f"| {name} | {mode} | {row['rollouts']:.0f} | {row['wall_s']:.2f} | "
-                f"{row['agree']:.0%} |"
+                f"| {name} | **binary / per-step** | **{ratio_r:.2f}x** | **{ratio_t:.2f}x** | |"
             )
-        ratio_r = res["binary_search"]["rollouts"] / max(1.0, res["per_step"]["rollouts"])
-        ratio_t = res["binary_search"]["wall_s"] / res["per_step"]["wall_s"]
-        lines.append(
-            f"| {name} | **binary / per-step** | **{ratio_r:.2f}x** | **{ratio_t:.2f}x** | |"
-        )
-        print(f"{name}: binary search uses {ratio_r:.2f}x the rollouts, {ratio_t:.2f}x the time")
+            print(
+                f"{name}: binary search uses {ratio_r:.2f}x the rollouts, {ratio_t:.2f}x the time"
+            )
+        lines += [
+            "",
+            "The random model's rollouts are never right: per-step estimation then marks step 1 of "
+            "every solution as a dead end, right answers included, while binary search takes a "
+            "right final answer as having no wrong step (hence its higher agreement). The "
+            "arithmetic-continuation program continues chains faithfully, and both modes recover "
+            "the true first wrong step of every solution.",
+            "",
+        ]
+    else:
+        lines = [*lines[:1], ""]
     lines += [
-        "",
-        "The random model's rollouts are never right: per-step estimation then marks step 1 of "
-        "every solution as a dead end, right answers included, while binary search takes a "
-        "right final answer as having no wrong step (hence its higher agreement). The "
-        "arithmetic-continuation program continues chains faithfully, and both modes recover "
-        "the true first wrong step of every solution.",
-        "",
         f"## Jobs/s, {args.jobs} jobs submitted at once",
         "",
-        "math job: 32 math items; PRM job: one 3-step solution, 4 rollouts per prefix, tiny model.",
+        "math job: 32 math items; PRM job: one 3-step solution, 4 rollouts per prefix, tiny model. "
+        f"Each worker process runs torch on {max(1, (os.cpu_count() or 2) // 2)} thread(s) "
+        "(REFEREE_TORCH_THREADS); every process of the run shares this machine's "
+        f"{os.cpu_count()} CPUs, so a second worker adds no cores here: on one machine the ratio "
+        "shows the queue's overhead, on two it is the scale-out. The queue rows are medians of "
+        f"{args.rounds} rounds alternating one consuming worker and two.",
         "",
         "| runner | math jobs/s | PRM jobs/s |",
         "|---|---:|---:|",
     ]
     with tempfile.TemporaryDirectory() as tmp:
-        rows = queue_throughput(args.jobs, Path(tmp))
+        rows = queue_throughput(args.jobs, args.rounds, Path(tmp))
     base = rows["queue, 1 worker process"]
     for name, row in rows.items():
         lines.append(f"| {name} | {row['math']:.1f} | {row['prm']:.2f} |")
@@ -329,7 +371,7 @@ def main(argv: list[str] | None = None) -> int:
     text = "\n".join(lines)
     print(text)
     args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "prm.md").write_text(text + "\n")
+    (args.out / ("prm_jobs.md" if args.jobs_only else "prm.md")).write_text(text + "\n")
     return 0
 
 
