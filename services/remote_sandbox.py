@@ -15,7 +15,9 @@ crosses the network, and a node keeps nothing between requests: any node can ser
 Several nodes (``REFEREE_SANDBOX_URL=http://a:8001,http://b:8001``) are used in turn.
 
 Faults: a node that cannot be reached (refused, reset, restarting) or answers 502/503/504 is
-retried, on the next node, for up to ``REFEREE_SANDBOX_REMOTE_RETRY_S``; grading is a pure
+retried, on the next node, for up to ``REFEREE_SANDBOX_REMOTE_RETRY_S``, and skipped by the
+calls of the next ``DOWN_S`` seconds while another node answers (a node whose host is gone would
+otherwise cost a connect timeout to every call it is first in line for); grading is a pure
 function of its inputs, so a retried request is harmless. Then the call fails with
 ``ServiceUnavailable``. A node's 422 (an unknown language) and 429 (every slot busy) are passed
 on as they are. Every call has a deadline: the program's own limits plus
@@ -51,11 +53,12 @@ from referee.client.models import (
 from referee.sandbox import ExecRequest, Limits, RunResult, RunStatus
 from referee.services.settings import Settings
 
-__all__ = ["CONNECT_RETRY_S", "RemoteSandbox", "to_run_result"]
+__all__ = ["CONNECT_RETRY_S", "DOWN_S", "RemoteSandbox", "to_run_result"]
 
 CONNECT_RETRY_S = 30.0
 _RETRY_STATUS = {502, 503, 504}
 _SLACK_S = 30.0  # set-up, transfer and tear-down on top of a run's own limits
+DOWN_S = 10.0  # an unreachable node is skipped this long while another one answers
 
 
 def to_run_result(result: ExecutionResult) -> RunResult:
@@ -111,6 +114,7 @@ class RemoteSandbox:
         )
         self._turn = itertools.count()
         self._lock = threading.Lock()
+        self._down_at: dict[str, float] = {}  # node -> monotonic time it was unreachable
 
     @classmethod
     def from_settings(cls, settings: Settings) -> RemoteSandbox:
@@ -183,9 +187,31 @@ class RemoteSandbox:
         return answer.score, answer.details
 
     # -- transport ----------------------------------------------------------------------------
-    def _next_url(self) -> str:
+    def down_nodes(self) -> list[str]:
+        """The nodes skipped for now: unreachable at their last call, less than
+        ``DOWN_S`` ago."""
         with self._lock:
+            return [url for url in self.urls if self._is_down(url)]
+
+    def _is_down(self, url: str) -> bool:
+        at = self._down_at.get(url)
+        return at is not None and time.monotonic() - at < DOWN_S
+
+    def _next_url(self) -> str:
+        """The next node in turn, skipping those that were just unreachable (unless all were)."""
+        with self._lock:
+            for _ in range(len(self.urls)):
+                url = self.urls[next(self._turn) % len(self.urls)]
+                if not self._is_down(url):
+                    return url
             return self.urls[next(self._turn) % len(self.urls)]
+
+    def _mark(self, url: str, *, down: bool) -> None:
+        with self._lock:
+            if down:
+                self._down_at[url] = time.monotonic()
+            else:
+                self._down_at.pop(url, None)
 
     def _call(self, method: str, path: str, body: Any, timeout_s: float) -> Any:
         give_up = time.monotonic() + self.connect_retry_s
@@ -207,7 +233,9 @@ class RemoteSandbox:
                 ) from exc
             except httpx.TransportError as exc:
                 reason = f"cannot reach the sandbox node {url}: {exc or type(exc).__name__}"
+                self._mark(url, down=True)
             else:
+                self._mark(url, down=False)
                 if response.status_code < 400:
                     return response.json()
                 error = _node_error(url, response)

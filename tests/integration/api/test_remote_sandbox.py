@@ -4,12 +4,17 @@ it has no toolchain of its own: a C++ program that compiles and runs went throug
 
 from __future__ import annotations
 
+import socket
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
+
+from referee.services import remote_sandbox
+from referee.services.remote_sandbox import RemoteSandbox
 
 Server = Any
 KEY = "node-key"
@@ -172,3 +177,49 @@ def test_a_wrong_key_is_a_503_naming_the_node(
     resp = post(api, "/v1/sandbox/run", {"code": "print(1)", "language": "python"})
     assert resp.status_code == 503
     assert f"the sandbox node {node.url} answered 401" in resp.json()["detail"]
+
+
+class SlammingNode:
+    """A real TCP endpoint that accepts each connection and closes it at once (a node whose
+    server is gone while its host is up), counting the connections it got."""
+
+    def __init__(self) -> None:
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(64)
+        self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}"
+        self.connections = 0
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _serve(self) -> None:
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            self.connections += 1
+            conn.close()
+
+    def close(self) -> None:
+        self.sock.close()
+
+
+def test_an_unreachable_node_is_skipped_for_a_while(
+    node: Server, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    gone = SlammingNode()
+    remote = RemoteSandbox([gone.url, node.url], api_key=KEY)
+    try:
+        monkeypatch.setattr(remote_sandbox, "DOWN_S", 3600.0)
+        for _ in range(6):
+            assert remote.languages().available
+        assert gone.connections == 1  # tried once, then skipped
+        assert remote.down_nodes() == [gone.url]
+        monkeypatch.setattr(remote_sandbox, "DOWN_S", 0.0)  # as if the window had passed
+        assert remote.down_nodes() == []
+        for _ in range(4):
+            assert remote.languages().available
+        assert gone.connections >= 2  # tried again (and failed over to the live node)
+    finally:
+        remote.close()
+        gone.close()
