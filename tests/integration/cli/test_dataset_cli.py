@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from referee.client.models import RewardItem
+from referee.services.cli import main
 from referee.services.grading import score_item
 
 pytest.importorskip("reasoning_gym")
@@ -91,13 +92,14 @@ def test_hash_seed_dependent_task_is_reproducible_across_runs(tmp_path: Path) ->
         ([], "--task is required"),
     ],
 )
-def test_dataset_errors(args: list[str], message: str) -> None:
-    done = _referee("dataset", "--n", "2", *args)
-    assert done.returncode == 2 and message in done.stderr
+def test_dataset_errors(
+    args: list[str], message: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["dataset", "--n", "2", "--out", str(tmp_path / "x.jsonl"), *args]) == 2
+    assert message in capsys.readouterr().err
 
 
-def test_dataset_list() -> None:
-    done = _referee("dataset", "--list")
-    assert done.returncode == 0
-    names = [line.split()[0] for line in done.stdout.splitlines()]
+def test_dataset_list(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["dataset", "--list"]) == 0
+    names = [line.split()[0] for line in capsys.readouterr().out.splitlines()]
     assert "basic_arithmetic" in names and "composite" not in names and len(names) >= 100
