@@ -256,20 +256,42 @@ def build_curriculum_store(broker_url: str | None, policy: CurriculumPolicy) -> 
     return MemoryCurriculumStore(policy)
 
 
+def _procedural_scores(
+    item: RewardItem, res: RewardResult, pass_threshold: float
+) -> list[tuple[str, int | None, float, bool]]:
+    """(task, level, score, passed) of an item's procedural leaves: the item itself, or the
+    procedural parts of a ``weighted`` grader (e.g. with a format bonus), each passed when its
+    own score is 1."""
+    grader = item.grader
+    if res.score is None or res.details.get("outcome") in ("error", "timeout"):
+        return []
+    if grader.type == "procedural":
+        return [(grader.task, grader.level, res.score, res.score >= pass_threshold)]
+    if grader.type != "weighted":
+        return []
+    out = []
+    parts = res.details.get("parts") or []
+    for part, detail in zip(grader.graders, parts, strict=False):
+        leaf = part.grader
+        score = detail.get("score") if isinstance(detail, dict) else None
+        if leaf.type != "procedural" or not isinstance(score, int | float):
+            continue
+        if detail.get("outcome") in ("error", "timeout"):
+            continue
+        out.append((leaf.task, leaf.level, float(score), score >= 1.0))
+    return out
+
+
 def procedural_outcomes(
     items: Sequence[RewardItem], results: Sequence[RewardResult], pass_threshold: float
 ) -> dict[tuple[str, int | None], tuple[int, int, float]]:
-    """(task, level) -> (n, passes, score sum) over the scored ``procedural`` items of a batch
-    (top-level graders; an item without a score, e.g. a malformed entry's error, is left out)."""
+    """(task, level) -> (n, passes, score sum) over the scored procedural leaves of a batch
+    (an item without a score, e.g. a malformed entry's error, is left out)."""
     agg: dict[tuple[str, int | None], list[float]] = defaultdict(lambda: [0, 0, 0.0])
     for item, res in zip(items, results, strict=True):
-        grader = item.grader
-        if getattr(grader, "type", None) != "procedural" or res.score is None:
-            continue
-        if res.details.get("outcome") in ("error", "timeout"):
-            continue
-        row = agg[(grader.task, grader.level)]  # type: ignore[union-attr]
-        row[0] += 1
-        row[1] += 1 if res.score >= pass_threshold else 0
-        row[2] += res.score
+        for task, level, score, passed in _procedural_scores(item, res, pass_threshold):
+            row = agg[(task, level)]
+            row[0] += 1
+            row[1] += 1 if passed else 0
+            row[2] += score
     return {k: (int(v[0]), int(v[1]), float(v[2])) for k, v in agg.items()}

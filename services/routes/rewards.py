@@ -62,7 +62,7 @@ async def rewards(body: RewardsRequest, request: Request) -> RewardsResponse:
         ),
         procedural_timeout_s=settings.procedural_timeout_s,
     )
-    if any(item.grader.type == "procedural" for item in body.items):
+    if any(item.grader.type in ("procedural", "weighted") for item in body.items):
         try:  # the curriculum learns from procedural items; a store outage costs no rewards
             await record_procedural(request, body.items, response, body.pass_threshold)
         except Exception:
