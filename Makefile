@@ -39,6 +39,7 @@ bench: $(STAMP)
 	$(PY) -m bench.math
 	$(PY) -m bench.sandbox
 	$(PY) -m bench.judge
+	$(PY) -m bench.environments
 
 clean:
 	rm -rf $(VENV) build *.egg-info .mypy_cache .ruff_cache .pytest_cache
