@@ -33,6 +33,7 @@ from typing import Any, Final
 from referee.verifiers.text_scan import find_boxed, last_tag_content
 
 __all__ = [
+    "EXAMPLE_SOLUTION",
     "EXCLUDED",
     "EXTRACT_MODES",
     "HASH_SEED_DEPENDENT",
@@ -40,6 +41,7 @@ __all__ = [
     "ProceduralError",
     "available",
     "config_at_level",
+    "example_solution",
     "extract_answer",
     "families",
     "family_names",
@@ -70,6 +72,13 @@ NO_REFERENCE: Final[dict[str, str]] = {
 }
 """Served families whose entries carry no reference answer (``answer`` is None): the scorer
 verifies a proposed solution, so any valid solution scores 1."""
+
+EXAMPLE_SOLUTION: Final[dict[str, str]] = {
+    "graph_color": "possible_answer",
+    "propositional_logic": "example_answer",
+    "rubiks_cube": "example_correct_answer",
+}
+"""Of those, the families whose metadata holds one valid solution, and its key."""
 
 HASH_SEED_DEPENDENT: Final = frozenset(
     {"isomorphic_strings", "knight_swap", "polynomial_multiplication", "ransom_note", "word_ladder"}
@@ -207,6 +216,8 @@ def families() -> list[dict[str, Any]]:
         notes = []
         if name in NO_REFERENCE:
             notes.append(NO_REFERENCE[name])
+        if name in EXAMPLE_SOLUTION:
+            notes.append(f"one valid solution is in metadata.{EXAMPLE_SOLUTION[name]}")
         if name in _GUARDS:
             notes.append("referee also checks that the answer uses exactly the problem's numbers")
         if name in HASH_SEED_DEPENDENT:
@@ -383,6 +394,18 @@ def generate(
             }
         )
     return problems
+
+
+def example_solution(task: str, entry: dict[str, Any]) -> str | None:
+    """A valid answer to a generated problem: its reference answer, or for a family without one,
+    the example solution its metadata holds (as text the scorer reads), if any."""
+    if entry.get("answer") is not None:
+        return str(entry["answer"])
+    key = EXAMPLE_SOLUTION.get(task)
+    value = (entry.get("metadata") or {}).get(key) if key else None
+    if value is None:
+        return None
+    return value if isinstance(value, str) else json.dumps(value)
 
 
 def extract_answer(

@@ -37,6 +37,7 @@ def test_every_family_scores_its_own_answer_one_and_a_wrong_one_below(env_server
     assert len(families) >= 100
     assert {e["name"] for e in listing["excluded"]} == set(procedural.EXCLUDED)
     items, expect = [], []
+    unchecked: set[str] = set()
     for name, family in sorted(families.items()):
         problems = _problems(env_server, name, n=3, seed=1)
         for k, p in enumerate(problems):
@@ -44,14 +45,19 @@ def test_every_family_scores_its_own_answer_one_and_a_wrong_one_below(env_server
             wrong = others[0] if others and others[0] else "zzz not it"
             if family["reference_answer"]:
                 assert p["answer"] is not None, name
+            # The reference answer, or the example solution some solution-checking tasks keep.
+            right = procedural.example_solution(name, p["grader"]["entry"])
+            if right is not None:
                 items.append(
                     {
                         "id": f"{name}-{k}-ref",
-                        "response": f"<answer>{p['answer']}</answer>",
+                        "response": f"<answer>{right}</answer>",
                         "grader": p["grader"],
                     }
                 )
                 expect.append((name, "ref"))
+            else:
+                unchecked.add(name)
             items.append(
                 {
                     "id": f"{name}-{k}-wrong",
@@ -67,10 +73,12 @@ def test_every_family_scores_its_own_answer_one_and_a_wrong_one_below(env_server
         if (kind == "ref" and res["score"] != 1.0) or (kind == "wrong" and res["score"] >= 1.0):
             failures.append((name, kind, res["score"], res["details"]))
     assert failures == []
-    # The families without a single reference answer are the ones listed with the reason.
+    # The families without a single reference answer are the ones listed with the reason; only
+    # those with no example solution either go without a check that a right answer scores 1.
     assert {n for n, f in families.items() if not f["reference_answer"]} == set(
         procedural.NO_REFERENCE
     )
+    assert unchecked == set(procedural.NO_REFERENCE) - set(procedural.EXAMPLE_SOLUTION)
 
 
 def test_same_seed_same_problems(env_server: str) -> None:
