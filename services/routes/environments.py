@@ -242,13 +242,12 @@ async def curriculum_problems(
         if not k:
             continue
         levels = await asyncio.to_thread(procedural.level_count, task)
+        # A task without a usable curriculum stays at level 0: its pass rate still weighs it.
         level = min(states[task].level, levels - 1) if task in states and levels else 0
         seed = rng.randrange(2**32)
         for lv in range(level, -1, -1):  # a level whose generator fails: the one below
             try:
-                out += await generate_problems(
-                    request, task, {}, seed, k, 0, lv if levels else None, body.instruction
-                )
+                out += await generate_problems(request, task, {}, seed, k, 0, lv, body.instruction)
                 break
             except InvalidRequest:
                 if lv == 0:

@@ -257,3 +257,11 @@ def test_a_hanging_scorer_costs_one_item(tmp_path: Path, referee_server_factory:
     assert out["hostile"]["score"] == 0.0 and out["hostile"]["details"]["outcome"] == "timeout"
     assert "6 s" in out["hostile"]["details"]["error"]
     assert httpx.get(f"{srv.url}/readyz").status_code == 200
+
+
+def test_a_task_without_curriculum_is_weighed_by_its_pass_rate(env_server: str) -> None:
+    assert procedural.level_count("list_functions") == 0
+    levels = _play(env_server, "list_functions", correct=False, rounds=1)
+    assert levels == [0]
+    state = {t["task"]: t for t in httpx.get(f"{env_server}/v1/curriculum").json()["tasks"]}
+    assert state["list_functions"]["pass_rate"] == 0.0 and state["list_functions"]["weight"] == 1.0
