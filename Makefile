@@ -40,6 +40,7 @@ bench: $(STAMP)
 	$(PY) -m bench.sandbox
 	$(PY) -m bench.judge
 	$(PY) -m bench.environments
+	$(PY) -m bench.trainer
 
 clean:
 	rm -rf $(VENV) build *.egg-info .mypy_cache .ruff_cache .pytest_cache
