@@ -70,7 +70,7 @@ def read_jsonl(path: str | Path) -> list[dict[str, Any]]:
 def _grader_arg(text: str | None) -> dict[str, Any] | None:
     if text is None:
         return None
-    from referee.trainer_adapter.grader_specs import parse_grader
+    from referee.client.grader_specs import parse_grader
 
     return parse_grader(text)
 

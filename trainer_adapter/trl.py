@@ -41,9 +41,9 @@ from typing import Any, Literal
 from pydantic import BaseModel, ValidationError
 
 from referee.client.errors import RefereeError
+from referee.client.grader_specs import fill_grader, parse_grader
 from referee.client.models import RewardItem, RewardsResponse
 from referee.client.sdk import AsyncRefereeClient, RefereeClient
-from referee.trainer_adapter.grader_specs import fill_grader, parse_grader
 
 __all__ = [
     "REFERENCE_COLUMNS",

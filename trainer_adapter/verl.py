@@ -33,9 +33,9 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from referee.client.errors import RefereeError
+from referee.client.grader_specs import fill_grader, parse_grader, plain
 from referee.client.models import RewardItem, RewardResult
 from referee.client.sdk import RefereeClient
-from referee.trainer_adapter.grader_specs import fill_grader, parse_grader, plain
 
 __all__ = ["DEFAULT_URL", "compute_score", "compute_score_batch", "reset_clients"]
 

@@ -31,9 +31,9 @@ from referee.client.compat_models import (
     SlimeRewardRequest,
 )
 from referee.client.errors import InvalidRequest, PayloadTooLarge
+from referee.client.grader_specs import fill_grader, parse_grader
 from referee.client.models import RewardItem, RewardResult
 from referee.services.reward_batch import PRMOptions, score_batch
-from referee.trainer_adapter.grader_specs import fill_grader, parse_grader
 
 __all__ = ["response_of", "router"]
 

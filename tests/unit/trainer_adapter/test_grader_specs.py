@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from referee.trainer_adapter import grader_specs
-from referee.trainer_adapter.grader_specs import fill_grader, parse_grader
+from referee.client import grader_specs
+from referee.client.grader_specs import fill_grader, parse_grader
 
 
 def test_parse_json_text_and_dicts() -> None:
