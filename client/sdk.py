@@ -33,6 +33,8 @@ from referee.client.errors import (
 )
 from referee.client.job_models import JobStatus
 from referee.client.models import (
+    JudgeRequest,
+    JudgeResponse,
     MathVerifyRequest,
     MathVerifyResponse,
     RewardItem,
@@ -54,6 +56,23 @@ def _run_payload(
 ) -> dict[str, Any]:
     limits = RunLimits(time_s=time_limit_s, memory_mb=memory_mb)
     body = SandboxRunRequest(code=code, language=language, stdin=stdin, limits=limits)
+    return body.model_dump(exclude_none=True)
+
+
+def _judge_payload(
+    prompt: str | Sequence[Mapping[str, Any]],
+    responses: Sequence[str],
+    grader: BaseModel | Mapping[str, Any],
+) -> dict[str, Any]:
+    raw = grader.model_dump() if isinstance(grader, BaseModel) else dict(grader)
+    try:
+        body = JudgeRequest.model_validate(
+            {"prompt": prompt, "responses": list(responses), "grader": raw}
+        )
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"])
+        raise InvalidRequest(f"{where}: {first['msg']}") from exc
     return body.model_dump(exclude_none=True)
 
 
@@ -234,6 +253,18 @@ class RefereeClient(_Base):
         body = MathVerifyRequest(response=response, reference=reference, **options)
         return self._post("/v1/math/verify", body.model_dump(), MathVerifyResponse)
 
+    def judge(
+        self,
+        prompt: str | Sequence[Mapping[str, Any]],
+        responses: Sequence[str],
+        grader: BaseModel | Mapping[str, Any],
+    ) -> JudgeResponse:
+        """A ``rubric`` or ``genrm`` judge on the responses to one prompt (``POST /v1/judge``;
+        pairwise compares them with each other). A verdict that cannot be read is a result
+        with ``score=None`` and the reason in ``details``."""
+        payload = _judge_payload(prompt, responses, grader)
+        return self._post("/v1/judge", payload, JudgeResponse)
+
     def sandbox_run(
         self,
         code: str,
@@ -384,6 +415,15 @@ class AsyncRefereeClient(_Base):
     ) -> MathVerifyResponse:
         body = MathVerifyRequest(response=response, reference=reference, **options)
         return await self._post("/v1/math/verify", body.model_dump(), MathVerifyResponse)
+
+    async def judge(
+        self,
+        prompt: str | Sequence[Mapping[str, Any]],
+        responses: Sequence[str],
+        grader: BaseModel | Mapping[str, Any],
+    ) -> JudgeResponse:
+        payload = _judge_payload(prompt, responses, grader)
+        return await self._post("/v1/judge", payload, JudgeResponse)
 
     async def sandbox_run(
         self,

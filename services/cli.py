@@ -6,6 +6,7 @@ referee rewards batch.jsonl --out scored.jsonl [--server http://127.0.0.1:8000]
 referee run sol.cpp --lang cpp --stdin '1 2'  # one program in the sandbox (or --server URL)
 referee worker                                # a Celery worker for jobs (REFEREE_BROKER_URL)
 referee jobs submit items.jsonl --wait        # a job, with a progress bar (see cli_jobs)
+referee judge --grader '{"type": "genrm"}' --prompt P --response R  # a model judge (cli_judge)
 referee train grpo --model M --dataset d.jsonl --grader '{"type": "math"}'  (see train_cli)
 referee dataset --task basic_arithmetic --n 1000 --seed 1 --out train.jsonl  (see cli_dataset)
 
@@ -326,6 +327,9 @@ def build_parser() -> argparse.ArgumentParser:
     from referee.services.cli_dataset import register as register_dataset
 
     register_dataset(sub)
+    from referee.services.cli_judge import register as register_judge
+
+    register_judge(sub)
     from referee.trainer_adapter.train_cli import register as register_train
 
     register_train(sub)
