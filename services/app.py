@@ -17,6 +17,7 @@ from fastapi import Depends, FastAPI, Request, Response
 from referee.client.errors import PayloadTooLarge
 from referee.genrm.prm import MemoryRolloutCache
 from referee.services.auth import require_api_key
+from referee.services.curriculum import curriculum_from_settings
 from referee.services.errors import install_error_handlers, problem_response
 from referee.services.job_runner import Components
 from referee.services.jobs import build_jobs
@@ -58,6 +59,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         app.state.judge = await asyncio.to_thread(build_judge, settings)
         app.state.policy = await asyncio.to_thread(build_policy, settings)
         app.state.prm_cache = MemoryRolloutCache()
+        app.state.curriculum = curriculum_from_settings(settings)  # shared with embedded jobs
         app.state.jobs = build_jobs(
             settings,
             Components(
@@ -68,6 +70,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
                 policy=app.state.policy,
                 prm_cache=app.state.prm_cache,
                 metrics=app.state.metrics,
+                curriculum=app.state.curriculum,
             ),
         )
         # Start every worker now, so the first batch does not pay for it; probe the sandbox.

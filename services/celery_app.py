@@ -48,6 +48,7 @@ class WorkerRuntime:
 
     def __init__(self, settings: Settings) -> None:
         from referee.genrm.prm import RedisRolloutCache
+        from referee.services.curriculum import curriculum_from_settings
         from referee.services.job_runner import Components
         from referee.services.job_store import RedisJobStore
         from referee.services.llm_backends import build_judge, build_policy
@@ -74,6 +75,7 @@ class WorkerRuntime:
             judge=build_judge(settings),
             policy=build_policy(settings),
             prm_cache=RedisRolloutCache(self.store._r),
+            curriculum=curriculum_from_settings(settings),
         )
         self.name = f"{settings.worker_name or socket.gethostname()}:{os.getpid()}"
 

@@ -21,7 +21,7 @@ import threading
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
 
 from referee.client.models import RewardItem, RewardResult
 
@@ -32,8 +32,10 @@ __all__ = [
     "RedisCurriculumStore",
     "TaskState",
     "build_curriculum_store",
+    "curriculum_from_settings",
     "draw_tasks",
     "procedural_outcomes",
+    "record_batch",
     "task_weight",
 ]
 
@@ -256,6 +258,14 @@ def build_curriculum_store(broker_url: str | None, policy: CurriculumPolicy) -> 
     return MemoryCurriculumStore(policy)
 
 
+def curriculum_from_settings(settings: Any) -> CurriculumStore:
+    """The store the settings call for (Redis with a broker URL, else memory)."""
+    policy = CurriculumPolicy(
+        settings.curriculum_low, settings.curriculum_high, settings.curriculum_window
+    )
+    return build_curriculum_store(settings.broker_url, policy)
+
+
 def _procedural_scores(
     item: RewardItem, res: RewardResult, pass_threshold: float
 ) -> list[tuple[str, int | None, float, bool]]:
@@ -295,3 +305,22 @@ def procedural_outcomes(
             row[1] += 1 if passed else 0
             row[2] += score
     return {k: (int(v[0]), int(v[1]), float(v[2])) for k, v in agg.items()}
+
+
+async def record_batch(
+    store: CurriculumStore,
+    items: Sequence[RewardItem],
+    results: Sequence[RewardResult],
+    pass_threshold: float,
+) -> None:
+    """Feed the pass rates of a scored batch's procedural items to the curriculum."""
+    from referee.verifiers import procedural
+
+    for (task, level), (n, passes, ssum) in procedural_outcomes(
+        items, results, pass_threshold
+    ).items():
+        try:
+            levels = await asyncio.to_thread(procedural.level_count, task)
+        except procedural.ProceduralError:
+            continue  # an unknown task: its items were errors, nothing to learn
+        await store.record(task, level, n, passes, ssum, max(0, levels - 1))

@@ -26,6 +26,7 @@ from referee.client.models import RewardItem, RewardResult, RewardsResponse
 from referee.client.sdk import _chunks
 from referee.genrm.backend import LLMBackend
 from referee.genrm.prm import RolloutCache
+from referee.services.curriculum import CurriculumStore, record_batch
 from referee.services.job_store import JobRecord, JobStore
 from referee.services.metrics import Metrics
 from referee.services.reward_batch import PRMOptions, group_stats, score_batch
@@ -53,6 +54,8 @@ class Components:
     policy: LLMBackend | None = None
     prm_cache: RolloutCache | None = None
     metrics: Metrics | None = None
+    curriculum: CurriculumStore | None = None
+    """Procedural items' pass rates go here (``/v1/curriculum``)."""
 
 
 def request_digest(request: dict[str, Any]) -> str:
@@ -156,11 +159,25 @@ async def _run(job_id: str, store: JobStore, comps: Components, worker: str) -> 
         )
         results = [r.model_dump(mode="json") for r in response.rewards]
         await asyncio.to_thread(store.save_chunk, job_id, index, results)
+        if comps.curriculum is not None:  # only chunks scored now: a resumed job counts once
+            await _record_curriculum(comps.curriculum, chunk, response, request.pass_threshold)
         parts.append((chunk, results))
     elapsed = (time.perf_counter() - start) * 1000
     result = _assemble(list(request.items), parts, request.pass_threshold, elapsed)
     await asyncio.to_thread(store.finish, job_id, "succeeded", None, result.model_dump(mode="json"))
     return "succeeded"
+
+
+async def _record_curriculum(
+    curriculum: CurriculumStore,
+    chunk: list[RewardItem],
+    response: RewardsResponse,
+    pass_threshold: float,
+) -> None:
+    try:  # a store outage costs the curriculum a chunk, not the job
+        await record_batch(curriculum, chunk, response.rewards, pass_threshold)
+    except Exception:
+        log.exception("the curriculum could not record a job chunk")
 
 
 async def execute_job(job_id: str, store: JobStore, comps: Components, worker: str) -> str:

@@ -35,11 +35,11 @@ from referee.client.environment_models import (
 from referee.client.errors import InvalidRequest, NotFound, PayloadTooLarge, ServiceUnavailable
 from referee.client.models import Problem, ProceduralGrader, RewardItem, RewardsResponse
 from referee.services.curriculum import (
-    CurriculumPolicy,
     CurriculumStore,
-    build_curriculum_store,
+    curriculum_from_settings,
     draw_tasks,
     procedural_outcomes,
+    record_batch,
     task_weight,
 )
 from referee.verifiers import TimedOut, WorkerFailed, procedural
@@ -78,9 +78,7 @@ def curriculum_store(request: Request) -> CurriculumStore:
     state = request.app.state
     store: CurriculumStore | None = getattr(state, "curriculum", None)
     if store is None:
-        s = state.settings
-        policy = CurriculumPolicy(s.curriculum_low, s.curriculum_high, s.curriculum_window)
-        store = build_curriculum_store(s.broker_url, policy)
+        store = curriculum_from_settings(state.settings)
         state.curriculum = store
     return store
 
@@ -260,13 +258,5 @@ async def record_procedural(
     request: Request, items: list[RewardItem], response: RewardsResponse, pass_threshold: float
 ) -> None:
     """Feed the pass rates of a scored batch's procedural items to the curriculum."""
-    outcomes = procedural_outcomes(items, response.rewards, pass_threshold)
-    if not outcomes:
-        return
-    store = curriculum_store(request)
-    for (task, level), (n, passes, ssum) in outcomes.items():
-        try:
-            levels = await asyncio.to_thread(procedural.level_count, task)
-        except procedural.ProceduralError:
-            continue  # an unknown task: its items were errors, nothing to learn
-        await store.record(task, level, n, passes, ssum, max(0, levels - 1))
+    if procedural_outcomes(items, response.rewards, pass_threshold):
+        await record_batch(curriculum_store(request), items, response.rewards, pass_threshold)

@@ -265,3 +265,23 @@ def test_a_task_without_curriculum_is_weighed_by_its_pass_rate(env_server: str) 
     assert levels == [0]
     state = {t["task"]: t for t in httpx.get(f"{env_server}/v1/curriculum").json()["tasks"]}
     assert state["list_functions"]["pass_rate"] == 0.0 and state["list_functions"]["weight"] == 1.0
+
+
+def test_jobs_feed_the_curriculum(env_server: str) -> None:
+    """A job (run by the API itself here: no broker) scores procedural items like
+    /v1/rewards, and its results move the task's level."""
+    from referee.client import RefereeClient
+
+    problems = _problems(env_server, "chain_sum", n=8, seed=2, level=0)
+    items = [
+        {"id": str(i), "response": f"<answer>{p['answer']}</answer>", "grader": p["grader"]}
+        for i, p in enumerate(problems)
+    ]
+    with RefereeClient(env_server) as client:
+        done = client.wait(client.submit(items))
+    assert done.state == "succeeded"
+    assert done.result is not None and all(r.score == 1.0 for r in done.result.rewards)
+    state = {t["task"]: t for t in httpx.get(f"{env_server}/v1/curriculum").json()["tasks"]}
+    assert state["chain_sum"]["level"] == 1
+    per_level = {x["level"]: x for x in state["chain_sum"]["per_level"]}
+    assert per_level[0] == {"level": 0, "n": 8, "pass_rate": 1.0, "mean_score": 1.0}
