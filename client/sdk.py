@@ -20,10 +20,18 @@ import random
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any, TypeVar
+from urllib.parse import quote
 
 import httpx
 from pydantic import BaseModel, ValidationError
 
+from referee.client.environment_models import (
+    CurriculumProblemsRequest,
+    CurriculumResponse,
+    EnvironmentsResponse,
+    ProblemsRequest,
+    ProblemsResponse,
+)
 from referee.client.errors import (
     InvalidRequest,
     RequestTimeout,
@@ -73,6 +81,17 @@ def _judge_payload(
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"])
         raise InvalidRequest(f"{where}: {first['msg']}") from exc
+    return body.model_dump(exclude_none=True)
+
+
+def _validated(model: type[M], where: str, **fields: Any) -> dict[str, Any]:
+    """A request body checked here first, so a mistake is named before anything is sent."""
+    try:
+        body = model.model_validate({k: v for k, v in fields.items() if v is not None})
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        loc = ".".join(str(p) for p in first["loc"])
+        raise InvalidRequest(f"{where}: {loc}: {first['msg']}") from exc
     return body.model_dump(exclude_none=True)
 
 
@@ -282,6 +301,60 @@ class RefereeClient(_Base):
         """The languages the server can run, and its isolation backend."""
         return self._get("/v1/sandbox/languages", SandboxLanguages)
 
+    def environments(self) -> EnvironmentsResponse:
+        """The procedural task families: config fields, difficulty attributes and levels."""
+        return self._get("/v1/environments", EnvironmentsResponse)
+
+    def problems(
+        self,
+        task: str,
+        n: int = 16,
+        *,
+        seed: int = 0,
+        start: int = 0,
+        config: Mapping[str, Any] | None = None,
+        level: int | None = None,
+        instruction: str | None = None,
+    ) -> ProblemsResponse:
+        """``n`` problems of ``task`` (same seed and config: same problems), each with its
+        prompt and the ``procedural`` grader that scores a response to it."""
+        payload = _validated(
+            ProblemsRequest,
+            "problems",
+            n=n,
+            seed=seed,
+            start=start,
+            config=dict(config) if config is not None else None,
+            level=level,
+            instruction=instruction,
+        )
+        path = f"/v1/environments/{quote(task, safe='')}/problems"
+        return self._post(path, payload, ProblemsResponse)
+
+    def curriculum(self) -> CurriculumResponse:
+        """Pass rates per task and level, each task's current level and its weight in draws."""
+        return self._get("/v1/curriculum", CurriculumResponse)
+
+    def curriculum_problems(
+        self,
+        n: int = 16,
+        *,
+        tasks: Sequence[str] | None = None,
+        seed: int | None = None,
+        instruction: str | None = None,
+    ) -> ProblemsResponse:
+        """``n`` problems drawn by the curriculum: tasks weighted by failure rate, each at its
+        current level."""
+        payload = _validated(
+            CurriculumProblemsRequest,
+            "curriculum_problems",
+            n=n,
+            tasks=list(tasks) if tasks is not None else None,
+            seed=seed,
+            instruction=instruction,
+        )
+        return self._post("/v1/curriculum/problems", payload, ProblemsResponse)
+
     def submit(
         self,
         items: Sequence[RewardItem | Mapping[str, Any]],
@@ -439,6 +512,54 @@ class AsyncRefereeClient(_Base):
 
     async def sandbox_languages(self) -> SandboxLanguages:
         return await self._get("/v1/sandbox/languages", SandboxLanguages)
+
+    async def environments(self) -> EnvironmentsResponse:
+        return await self._get("/v1/environments", EnvironmentsResponse)
+
+    async def problems(
+        self,
+        task: str,
+        n: int = 16,
+        *,
+        seed: int = 0,
+        start: int = 0,
+        config: Mapping[str, Any] | None = None,
+        level: int | None = None,
+        instruction: str | None = None,
+    ) -> ProblemsResponse:
+        payload = _validated(
+            ProblemsRequest,
+            "problems",
+            n=n,
+            seed=seed,
+            start=start,
+            config=dict(config) if config is not None else None,
+            level=level,
+            instruction=instruction,
+        )
+        path = f"/v1/environments/{quote(task, safe='')}/problems"
+        return await self._post(path, payload, ProblemsResponse)
+
+    async def curriculum(self) -> CurriculumResponse:
+        return await self._get("/v1/curriculum", CurriculumResponse)
+
+    async def curriculum_problems(
+        self,
+        n: int = 16,
+        *,
+        tasks: Sequence[str] | None = None,
+        seed: int | None = None,
+        instruction: str | None = None,
+    ) -> ProblemsResponse:
+        payload = _validated(
+            CurriculumProblemsRequest,
+            "curriculum_problems",
+            n=n,
+            tasks=list(tasks) if tasks is not None else None,
+            seed=seed,
+            instruction=instruction,
+        )
+        return await self._post("/v1/curriculum/problems", payload, ProblemsResponse)
 
     async def submit(
         self,
