@@ -124,14 +124,16 @@ async def _run(job_id: str, store: JobStore, comps: Components, worker: str) -> 
             raise Cancelled(job_id)
 
     def on_rollouts(n: int) -> None:
-        # runs on the event loop between PRM batches: one quick store call, no blocking wait
+        # runs on the event loop between PRM batches: quick store calls, no blocking wait. The
+        # state is read before the batch is counted, so a cancelled job's counter stops with
+        # the first batch that sees the cancel.
         nonlocal last_look
-        store.add_rollouts(job_id, n)
         if time.monotonic() - last_look > 0.5:
             last_look = time.monotonic()
             rec = store.get(job_id, with_result=False)
             if rec is None or rec.state != "running":
                 raise Cancelled(job_id)
+        store.add_rollouts(job_id, n)
 
     settings = comps.settings
     parts = []
