@@ -1,7 +1,8 @@
 # The images of the distributed stack (docker-compose.yml), one target per role:
 #
 #   server   the api (`referee serve`, command `api`) and the workers (`referee worker`, command
-#            `worker`): server + genrm extras (CPU torch, transformers), no toolchain, non-root
+#            `worker`): server + genrm + environments extras (CPU torch, transformers,
+#            reasoning-gym), no toolchain, non-root
 #   sandbox  a sandbox node: referee serve with bubblewrap and every language's toolchain; root,
 #            with the few privileges docker-compose.yml grants it (see docker/sandbox-seccomp.json)
 #   redis    redis-server from Debian, for hosts that cannot pull the official redis image
@@ -29,7 +30,8 @@ FROM ${BASE} AS requirements
 COPY docker/requirements.py pyproject.toml /opt/referee-build/
 RUN cd /opt/referee-build \
  && python3 requirements.py pyproject.toml server > requirements-server.txt \
- && python3 requirements.py pyproject.toml genrm > requirements-genrm.txt
+ && python3 requirements.py pyproject.toml genrm > requirements-genrm.txt \
+ && python3 requirements.py pyproject.toml environments > requirements-environments.txt
 
 # -- python and the server's dependencies ---------------------------------------------------------
 FROM ${BASE} AS base
@@ -53,6 +55,15 @@ RUN if [ -s /opt/referee-build/certs/ca-certificates.crt ]; then \
  && pip install -q -r /opt/referee-build/requirements-server.txt
 ENTRYPOINT ["/opt/referee-build/entrypoint.sh"]
 
+# -- wheels of the environments extra (reasoning-gym): one of its dependencies (pycosat) comes
+# only as sources, so they are built here, where a compiler may be installed, not in the server
+FROM base AS environment-wheels
+COPY --from=requirements /opt/referee-build/requirements-environments.txt /opt/wheels/
+RUN sh /opt/referee-build/apt-install.sh build \
+ && if [ -s /opt/referee-build/certs/ca-certificates.crt ]; then \
+      export PIP_CERT=/opt/referee-build/certs/ca-certificates.crt; fi \
+ && pip wheel -q -w /opt/wheels -r /opt/wheels/requirements-environments.txt
+
 # -- server: the api and the workers (one image, two commands) ----------------------------------
 # CPU torch and transformers are here for in-process models (the PRM policy of a worker, a small
 # judge); with the judge and policy on a vLLM server they are unused.
@@ -66,6 +77,11 @@ RUN if [ -s /opt/referee-build/certs/ca-certificates.crt ]; then \
       ${TORCH_INDEX_URL:+--extra-index-url "$TORCH_INDEX_URL"} \
       ${TORCH_FIND_LINKS:+--find-links "$TORCH_FIND_LINKS"} \
  && pip install -q -r /opt/referee-build/requirements-genrm.txt
+# reasoning-gym for the procedural grader and /v1/environments, from the wheels built above
+COPY --from=environment-wheels /opt/wheels /opt/referee-build/wheels
+RUN pip install -q --no-index --find-links /opt/referee-build/wheels \
+      -r /opt/referee-build/wheels/requirements-environments.txt \
+ && rm -rf /opt/referee-build/wheels
 COPY docker/entrypoint.sh docker/healthcheck.py /opt/referee-build/
 COPY pyproject.toml README.md /src/
 COPY verifiers /src/verifiers
