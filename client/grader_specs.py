@@ -95,6 +95,13 @@ def fill_grader(
         found = tests_from_value(tests if tests is not None else reference)
         if found is not None:
             out["tests"] = found
+    elif kind == "named":  # the server fills its registered grader from these
+        text = reference_text(reference)
+        if out.get("reference") is None and text is not None:
+            out["reference"] = text
+        found = tests_from_value(tests) if tests is not None else None
+        if out.get("tests") is None and found is not None:
+            out["tests"] = found
     elif kind == "weighted":
         out["graders"] = [
             {**p, "grader": fill_grader(p["grader"], reference, tests)}

@@ -41,6 +41,7 @@ __all__ = [
     "FunctionCallTestSpec",
     "GenRMGrader",
     "Grader",
+    "GradersResponse",
     "GroupStats",
     "JudgeRequest",
     "JudgeResponse",
@@ -52,6 +53,7 @@ __all__ = [
     "MathVerifyRequest",
     "MathVerifyResponse",
     "MultipleChoiceGrader",
+    "NamedGrader",
     "PRMGrader",
     "Problem",
     "ProceduralGrader",
@@ -286,6 +288,25 @@ class LengthPenaltyGrader(_Model):
     )
 
 
+class NamedGrader(_Model):
+    """A grader the server has registered under a name (``REFEREE_GRADERS``, ``GET
+    /v1/graders``): the team's standard rewards kept in one place, referred to by name."""
+
+    type: Literal["named"] = "named"
+    name: str = Field(..., min_length=1, max_length=128, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.:-]*$")
+    reference: str | None = Field(
+        None,
+        max_length=100_000,
+        description="This item's reference, put into every part of the registered grader that "
+        "takes one and has none (math, multiple_choice, string_check, prm_mc, judges).",
+    )
+    tests: list[dict[str, Any]] | None = Field(
+        None,
+        max_length=1_000,
+        description="This item's tests, for a registered code grader without tests.",
+    )
+
+
 class ProceduralGrader(_Model):
     """A generated problem (reasoning-gym, ``GET /v1/environments``) scored by its task's own
     scorer, after extracting the answer from the response; partial credit where the task gives
@@ -323,6 +344,7 @@ Grader = Annotated[
     | GenRMGrader
     | PRMGrader
     | ProceduralGrader
+    | NamedGrader
     | MajorityVoteGrader
     | LengthPenaltyGrader
     | WeightedGrader,
@@ -342,6 +364,12 @@ class RewardItem(_Model):
     grader: Grader
     group: str | None = Field(
         None, max_length=256, description="Items sharing a group are the G rollouts of one prompt."
+    )
+
+
+class GradersResponse(_Model):
+    graders: dict[str, dict[str, Any]] = Field(
+        ..., description='The registered graders by name, as `{"type": "named"}` expands.'
     )
 
 

@@ -41,6 +41,7 @@ from referee.client.errors import (
 )
 from referee.client.job_models import JobStatus
 from referee.client.models import (
+    GradersResponse,
     JudgeRequest,
     JudgeResponse,
     MathVerifyRequest,
@@ -301,6 +302,10 @@ class RefereeClient(_Base):
         """The languages the server can run, and its isolation backend."""
         return self._get("/v1/sandbox/languages", SandboxLanguages)
 
+    def graders(self) -> GradersResponse:
+        """The graders the server registered by name (use ``{"type": "named", "name": ...}``)."""
+        return self._get("/v1/graders", GradersResponse)
+
     def environments(self) -> EnvironmentsResponse:
         """The procedural task families: config fields, difficulty attributes and levels."""
         return self._get("/v1/environments", EnvironmentsResponse)
@@ -512,6 +517,9 @@ class AsyncRefereeClient(_Base):
 
     async def sandbox_languages(self) -> SandboxLanguages:
         return await self._get("/v1/sandbox/languages", SandboxLanguages)
+
+    async def graders(self) -> GradersResponse:
+        return await self._get("/v1/graders", GradersResponse)
 
     async def environments(self) -> EnvironmentsResponse:
         return await self._get("/v1/environments", EnvironmentsResponse)

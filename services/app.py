@@ -23,6 +23,7 @@ from referee.services.job_runner import Components
 from referee.services.jobs import build_jobs
 from referee.services.llm_backends import build_judge, build_policy
 from referee.services.metrics import Metrics
+from referee.services.named_graders import GraderRegistry
 from referee.services.routes import (
     compat,
     environments,
@@ -98,6 +99,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         lifespan=lifespan,
     )
     app.state.settings = settings
+    app.state.graders = GraderRegistry.from_settings(settings)  # a bad registry stops the start
     app.state.metrics = Metrics()
     install_error_handlers(app)
     app.include_router(health.router)

@@ -151,12 +151,14 @@ def _score_locally(items: Sequence[Any], args: argparse.Namespace, bar: Any) -> 
     import asyncio
 
     from referee.services.code_grading import has_code
+    from referee.services.named_graders import GraderRegistry
     from referee.services.reward_batch import score_batch
     from referee.services.sandbox_executor import SandboxExecutor
     from referee.services.settings import Settings
     from referee.verifiers import CheckPool
 
     settings = Settings(math_workers=args.workers, math_timeout_s=args.timeout)
+    items = GraderRegistry.from_settings(settings).expand_items(items)  # REFEREE_GRADERS
     sandbox = None
     if any(has_code(item.grader.model_dump()) for item in items):
         sandbox = SandboxExecutor(settings)

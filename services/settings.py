@@ -153,6 +153,14 @@ class Settings(BaseSettings):
         "/openrlhf/reward and /get_reward; slime /slime/reward) without an API key even when "
         "keys are set (those clients cannot send one).",
     )
+    graders: dict[str, Any] | None = Field(
+        None,
+        description='Graders registered by name (JSON: {"name": grader, ...}), used as '
+        '{"type": "named", "name": ...}; references and tests may come with each item.',
+    )
+    graders_file: str | None = Field(
+        None, description="A JSON file of graders by name (REFEREE_GRADERS adds to it)."
+    )
     compat_grader: dict[str, Any] | None = Field(
         None,
         description='The grader of the OpenRLHF and slime routes (JSON, e.g. {"type": "math"}) '

@@ -39,6 +39,9 @@ async def submit(body: JobRequest, request: Request, response: Response) -> JobS
         raise PayloadTooLarge(
             f"{len(body.items)} items in one job; the limit is {limit}: split it into jobs"
         )
+    items = request.app.state.graders.expand_items(body.items)
+    if any(a is not b for a, b in zip(items, body.items, strict=True)):
+        body = body.model_copy(update={"items": items})  # workers see concrete graders only
     status, created = await request.app.state.jobs.submit(body)
     response.headers["Location"] = f"/v1/jobs/{status.id}"
     if not created:

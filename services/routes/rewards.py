@@ -10,6 +10,7 @@ from fastapi import APIRouter, Request
 
 from referee.client.errors import PayloadTooLarge
 from referee.client.models import (
+    GradersResponse,
     MathVerifyRequest,
     MathVerifyResponse,
     Problem,
@@ -46,9 +47,10 @@ async def rewards(body: RewardsRequest, request: Request) -> RewardsResponse:
             f"{len(body.items)} items in one request; the limit is {settings.max_batch_items}: "
             "split the batch (the Python SDK chunks large batches for you)"
         )
+    items = request.app.state.graders.expand_items(body.items)  # {"type": "named"} -> the grader
     response = await score_batch(
         request.app.state.pool,
-        body.items,
+        items,
         settings.math_timeout_s,
         body.pass_threshold,
         request.app.state.metrics,
@@ -62,12 +64,19 @@ async def rewards(body: RewardsRequest, request: Request) -> RewardsResponse:
         ),
         procedural_timeout_s=settings.procedural_timeout_s,
     )
-    if any(item.grader.type in ("procedural", "weighted") for item in body.items):
+    if any(item.grader.type in ("procedural", "weighted") for item in items):
         try:  # the curriculum learns from procedural items; a store outage costs no rewards
-            await record_procedural(request, body.items, response, body.pass_threshold)
+            await record_procedural(request, items, response, body.pass_threshold)
         except Exception:
             log.exception("the curriculum could not record this batch")
     return response
+
+
+@router.get("/graders", response_model=GradersResponse, summary="Graders registered by name")
+async def graders(request: Request) -> GradersResponse:
+    """The graders this server registered (`REFEREE_GRADERS`, `REFEREE_GRADERS_FILE`), usable
+    as `{"type": "named", "name": ..., "reference": ...}` wherever a grader goes."""
+    return GradersResponse(graders=request.app.state.graders.specs)
 
 
 @router.post(

@@ -116,6 +116,7 @@ async def _score(request: Request, items: list[RewardItem]) -> list[RewardResult
         raise PayloadTooLarge(
             f"{len(items)} samples in one request; the limit is {settings.max_batch_items}"
         )
+    items = request.app.state.graders.expand_items(items, "samples")
     out = await score_batch(
         request.app.state.pool,
         items,

@@ -62,3 +62,14 @@ def test_code_tests_from_rows() -> None:
     ]
     assert grader_specs.tests_from_value({"inputs": ["1"], "outputs": []}) is None
     assert grader_specs.tests_from_value("not json") is None
+
+
+def test_a_named_grader_carries_the_rows_reference_and_tests() -> None:
+    named = {"type": "named", "name": "gsm8k"}
+    assert fill_grader(named, "42") == {**named, "reference": "42"}
+    assert fill_grader({**named, "reference": "7"}, "42")["reference"] == "7"  # its own wins
+    io = {"inputs": ["1 2\n"], "outputs": ["3\n"]}
+    filled = fill_grader(named, None, io)
+    assert filled["tests"] == [{"stdin": "1 2\n", "stdout": "3\n"}]
+    weighted = {"type": "weighted", "graders": [{"weight": 1, "grader": named}]}
+    assert fill_grader(weighted, "5")["graders"][0]["grader"]["reference"] == "5"
