@@ -101,7 +101,7 @@ def _wait_http(url: str, proc: subprocess.Popen[bytes], timeout_s: float = 120) 
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         if proc.poll() is not None:
-            raise RuntimeError(f"{proc.args} exited with {proc.returncode}")
+            raise RuntimeError(f"{proc.args!r} exited with {proc.returncode}")
         try:
             if httpx.get(url, timeout=2).status_code == 200:
                 return
