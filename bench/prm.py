@@ -73,8 +73,15 @@ def solutions(n: int, seed: int = 0) -> tuple[list[PRMInput], list[int | None]]:
 
 
 def estimate_modes(
-    policy: Any, inputs: list[PRMInput], truth: list[int | None], rollouts: int, max_tokens: int
+    policy: Any,
+    inputs: list[PRMInput],
+    truth: list[int | None],
+    rollouts: int,
+    max_tokens: int,
+    per_solution: dict[str, list[tuple[int, int]]] | None = None,
 ) -> dict[str, dict[str, float]]:
+    """Rollouts, wall time and agreement per mode; ``per_solution`` (if given) receives each
+    mode's (steps, rollouts used) per solution."""
     out = {}
     for mode in ("per_step", "binary_search"):
         prm = MonteCarloPRM(policy)  # a fresh cache: each mode pays for its own rollouts
@@ -83,12 +90,36 @@ def estimate_modes(
         results = asyncio.run(prm.estimate(inputs, config))
         wall = time.perf_counter() - t
         agree = sum(r.first_wrong_step == w for r, w in zip(results, truth, strict=True))
+        if per_solution is not None:
+            per_solution[mode] = [(len(r.steps), r.rollouts_used) for r in results]
         out[mode] = {
             "rollouts": sum(r.rollouts_used for r in results),
             "wall_s": wall,
             "agree": agree / len(inputs),
         }
     return out
+
+
+def plot_rollouts(per_solution: dict[str, list[tuple[int, int]]], path: Path) -> None:
+    """Rollouts per solution against its number of steps, one series per mode."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6.4, 4.0), dpi=120)
+    styles = {"per_step": ("o", "per-step (N·(S−1))"), "binary_search": ("s", "binary search")}
+    for mode, points in per_solution.items():
+        marker, label = styles[mode]
+        ax.scatter([p[0] for p in points], [p[1] for p in points], marker=marker, label=label)
+    ax.set_xlabel("steps in the solution (S)")
+    ax.set_ylabel("rollouts sampled")
+    ax.set_title("Monte Carlo PRM: rollouts per solution (4 per sampled prefix)")
+    ax.grid(alpha=0.3)
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
 
 
 def _free_port() -> int:
@@ -299,6 +330,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--jobs-only", action="store_true", help="only the queue part (no per-step vs binary)"
     )
+    ap.add_argument(
+        "--modes-only", action="store_true", help="only per-step vs binary search (no queue)"
+    )
     ap.add_argument("--out", type=Path, default=ROOT / "bench" / "out")
     args = ap.parse_args(argv)
 
@@ -320,7 +354,13 @@ def main(argv: list[str] | None = None) -> int:
             ("arithmetic-continuation program", _chain_module().ChainPolicy()),
         ]
         for name, policy in policies:
-            res = estimate_modes(policy, inputs, truth, args.rollouts, args.max_tokens)
+            per_solution: dict[str, list[tuple[int, int]]] = {}
+            res = estimate_modes(
+                policy, inputs, truth, args.rollouts, args.max_tokens, per_solution
+            )
+            if name.startswith("arithmetic"):  # the faithful policy: the figure of the README
+                args.out.mkdir(parents=True, exist_ok=True)
+                plot_rollouts(per_solution, args.out / "prm_rollouts.png")
             for mode, row in res.items():
                 lines.append(
                     f"| {name} | {mode} | {row['rollouts']:.0f} | {row['wall_s']:.2f} | "
@@ -336,6 +376,8 @@ def main(argv: list[str] | None = None) -> int:
             )
         lines += [
             "",
+            "![rollouts per solution](prm_rollouts.png)",
+            "",
             "The random model's rollouts are never right: per-step estimation then marks step 1 of "
             "every solution as a dead end, right answers included, while binary search takes a "
             "right final answer as having no wrong step (hence its higher agreement). The "
@@ -345,33 +387,35 @@ def main(argv: list[str] | None = None) -> int:
         ]
     else:
         lines = [*lines[:1], ""]
-    lines += [
-        f"## Jobs/s, {args.jobs} jobs submitted at once",
-        "",
-        "math job: 32 math items; PRM job: one 3-step solution, 4 rollouts per prefix, tiny model. "
-        f"Each worker process runs torch on {max(1, (os.cpu_count() or 2) // 2)} thread(s) "
-        "(REFEREE_TORCH_THREADS); every process of the run shares this machine's "
-        f"{os.cpu_count()} CPUs, so a second worker adds no cores here: on one machine the ratio "
-        "shows the queue's overhead, on two it is the scale-out. The queue rows are medians of "
-        f"{args.rounds} rounds alternating one consuming worker and two.",
-        "",
-        "| runner | math jobs/s | PRM jobs/s |",
-        "|---|---:|---:|",
-    ]
-    with tempfile.TemporaryDirectory() as tmp:
-        rows = queue_throughput(args.jobs, args.rounds, Path(tmp))
-    base = rows["queue, 1 worker process"]
-    for name, row in rows.items():
-        lines.append(f"| {name} | {row['math']:.1f} | {row['prm']:.2f} |")
-    two = rows["queue, 2 worker processes"]
-    lines.append(
-        f"| **2 workers / 1 worker** | **{two['math'] / base['math']:.2f}x** | "
-        f"**{two['prm'] / base['prm']:.2f}x** |"
-    )
+    if not args.modes_only:
+        lines += [
+            f"## Jobs/s, {args.jobs} jobs submitted at once",
+            "",
+            "math job: 32 math items; PRM job: one 3-step solution, 4 rollouts per prefix, tiny "
+            f"model. Each worker process runs torch on {max(1, (os.cpu_count() or 2) // 2)} "
+            "thread(s) (REFEREE_TORCH_THREADS); every process of the run shares this machine's "
+            f"{os.cpu_count()} CPUs, so a second worker adds no cores here: on one machine the "
+            "ratio shows the queue's overhead, on two it is the scale-out. The queue rows are "
+            f"medians of {args.rounds} rounds alternating one consuming worker and two.",
+            "",
+            "| runner | math jobs/s | PRM jobs/s |",
+            "|---|---:|---:|",
+        ]
+        with tempfile.TemporaryDirectory() as tmp:
+            rows = queue_throughput(args.jobs, args.rounds, Path(tmp))
+        base = rows["queue, 1 worker process"]
+        for name, row in rows.items():
+            lines.append(f"| {name} | {row['math']:.1f} | {row['prm']:.2f} |")
+        two = rows["queue, 2 worker processes"]
+        lines.append(
+            f"| **2 workers / 1 worker** | **{two['math'] / base['math']:.2f}x** | "
+            f"**{two['prm'] / base['prm']:.2f}x** |"
+        )
     text = "\n".join(lines)
     print(text)
     args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / ("prm_jobs.md" if args.jobs_only else "prm.md")).write_text(text + "\n")
+    name = "prm_jobs.md" if args.jobs_only else "prm_modes.md" if args.modes_only else "prm.md"
+    (args.out / name).write_text(text + "\n")
     return 0
 
 
