@@ -213,8 +213,8 @@ def main(argv: list[str] | None = None) -> int:
         "",
         f"{len(items)} items: {args.per_task} problems of each of {families} reasoning-gym "
         f"families, each answered right and wrong; the fastest of {args.rounds} rounds (after 3 "
-        f"warm-up rounds through HTTP), since other work shares this machine's {os.cpu_count()} "
-        "CPUs.",
+        f"warm-up rounds through HTTP), on {os.cpu_count()} CPUs: the figures move with whatever "
+        "else loads the machine.",
         "",
         "| scorer | items/s | vs direct | same score as direct |",
         "|---|---:|---:|---:|",
