@@ -68,23 +68,6 @@ def _run_payload(
     return body.model_dump(exclude_none=True)
 
 
-def _judge_payload(
-    prompt: str | Sequence[Mapping[str, Any]],
-    responses: Sequence[str],
-    grader: BaseModel | Mapping[str, Any],
-) -> dict[str, Any]:
-    raw = grader.model_dump() if isinstance(grader, BaseModel) else dict(grader)
-    try:
-        body = JudgeRequest.model_validate(
-            {"prompt": prompt, "responses": list(responses), "grader": raw}
-        )
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(p) for p in first["loc"])
-        raise InvalidRequest(f"{where}: {first['msg']}") from exc
-    return body.model_dump(exclude_none=True)
-
-
 def _validated(model: type[M], where: str, **fields: Any) -> dict[str, Any]:
     """A request body checked here first, so a mistake is named before anything is sent."""
     try:
@@ -94,6 +77,15 @@ def _validated(model: type[M], where: str, **fields: Any) -> dict[str, Any]:
         loc = ".".join(str(p) for p in first["loc"])
         raise InvalidRequest(f"{where}: {loc}: {first['msg']}") from exc
     return body.model_dump(exclude_none=True)
+
+
+def _judge_payload(
+    prompt: str | Sequence[Mapping[str, Any]],
+    responses: Sequence[str],
+    grader: BaseModel | Mapping[str, Any],
+) -> dict[str, Any]:
+    raw = grader.model_dump() if isinstance(grader, BaseModel) else dict(grader)
+    return _validated(JudgeRequest, "judge", prompt=prompt, responses=list(responses), grader=raw)
 
 
 def _as_items(items: Iterable[RewardItem | Mapping[str, Any]]) -> list[RewardItem]:

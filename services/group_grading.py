@@ -23,6 +23,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 from referee.client.models import RewardItem, RewardResult, RewardsResponse
+from referee.services.grader_tree import Path, has_type, leaves, replace
 from referee.services.grading import math_config
 from referee.verifiers import CheckPool, TimedOut, WorkerFailed
 from referee.verifiers.consensus import majority_vote
@@ -31,37 +32,12 @@ from referee.verifiers.length_penalty import apply_length_penalty, length_of, pa
 __all__ = ["GROUP_TYPES", "has_group_grader", "resolve_group_leaves", "vote_scores"]
 
 GROUP_TYPES = {"majority_vote", "length_penalty"}
-Path = tuple[int, ...]
 ScoreInner = Callable[[Sequence[RewardItem]], Awaitable[RewardsResponse]]
 _NO_GROUP = "{kind} scores an item against its group: set `group` on the G rollouts of a prompt"
 
 
 def has_group_grader(grader: dict[str, Any]) -> bool:
-    if grader["type"] in GROUP_TYPES:
-        return True
-    return grader["type"] == "weighted" and any(
-        has_group_grader(p["grader"]) for p in grader["graders"]
-    )
-
-
-def _leaves(grader: dict[str, Any], path: Path = ()) -> list[tuple[Path, dict[str, Any]]]:
-    if grader["type"] in GROUP_TYPES:
-        return [(path, grader)]
-    if grader["type"] == "weighted":
-        found = []
-        for k, part in enumerate(grader["graders"]):
-            found.extend(_leaves(part["grader"], (*path, k)))
-        return found
-    return []
-
-
-def _replace(grader: dict[str, Any], path: Path, node: dict[str, Any]) -> dict[str, Any]:
-    if not path:
-        return node
-    parts = list(grader["graders"])
-    head, rest = path[0], path[1:]
-    parts[head] = {**parts[head], "grader": _replace(parts[head]["grader"], rest, node)}
-    return {**grader, "graders": parts}
+    return has_type(grader, GROUP_TYPES)
 
 
 def _node(kind: str, score: float | None, details: dict[str, Any]) -> dict[str, Any]:
@@ -206,7 +182,7 @@ async def resolve_group_leaves(
     penalties: list[tuple[int, Path, dict[str, Any]]] = []
     nodes: dict[tuple[int, Path], dict[str, Any]] = {}
     for i, grader in enumerate(graders):
-        for path, leaf in _leaves(grader):
+        for path, leaf in leaves(grader, GROUP_TYPES):
             group = items[i].group
             if group is None:
                 error = {"outcome": "error", "error": _NO_GROUP.format(kind=leaf["type"])}
@@ -221,5 +197,5 @@ async def resolve_group_leaves(
         nodes.update(await _resolve_penalties(penalties, items, pass_threshold, score_inner))
     resolved = list(graders)
     for (i, path), node in nodes.items():
-        resolved[i] = _replace(resolved[i], path, node)
+        resolved[i] = replace(resolved[i], path, node)
     return resolved

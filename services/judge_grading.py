@@ -26,6 +26,7 @@ from referee.genrm.judges import (
     judge_pointwise,
     judge_rubric,
 )
+from referee.services.grader_tree import Path, has_type, leaves, replace
 
 __all__ = ["JUDGE_TYPES", "has_judge", "prompt_text", "require_judge", "resolve_judge_leaves"]
 
@@ -37,13 +38,10 @@ NO_JUDGE = (
     "REFEREE_JUDGE_BACKEND=vllm with REFEREE_JUDGE_MODEL=/path/or/name (vLLM in-process on a GPU), "
     "or REFEREE_JUDGE_BACKEND=transformers with REFEREE_JUDGE_MODEL=/path/to/local/model"
 )
-Path = tuple[int, ...]
 
 
 def has_judge(grader: dict[str, Any]) -> bool:
-    if grader["type"] in JUDGE_TYPES:
-        return True
-    return grader["type"] == "weighted" and any(has_judge(p["grader"]) for p in grader["graders"])
+    return has_type(grader, JUDGE_TYPES)
 
 
 def require_judge(backend: LLMBackend | None) -> LLMBackend:
@@ -56,26 +54,6 @@ def prompt_text(prompt: str | list[dict[str, Any]]) -> str:
     if isinstance(prompt, str):
         return prompt
     return "\n".join(f"{m.get('role', 'user')}: {m.get('content', '')}" for m in prompt)
-
-
-def _leaves(grader: dict[str, Any], path: Path = ()) -> list[tuple[Path, dict[str, Any]]]:
-    if grader["type"] in JUDGE_TYPES:
-        return [(path, grader)]
-    if grader["type"] == "weighted":
-        found = []
-        for k, part in enumerate(grader["graders"]):
-            found.extend(_leaves(part["grader"], (*path, k)))
-        return found
-    return []
-
-
-def _replace(grader: dict[str, Any], path: Path, node: dict[str, Any]) -> dict[str, Any]:
-    if not path:
-        return node
-    parts = list(grader["graders"])
-    head, rest = path[0], path[1:]
-    parts[head] = {**parts[head], "grader": _replace(parts[head]["grader"], rest, node)}
-    return {**grader, "graders": parts}
 
 
 def _node(kind: str, result: JudgeResult) -> dict[str, Any]:
@@ -127,7 +105,7 @@ async def resolve_judge_leaves(
     pairwise: dict[tuple[str, str], list[tuple[int, Path, dict[str, Any]]]] = defaultdict(list)
     resolved = list(graders)
     for i, grader in enumerate(graders):
-        for path, leaf in _leaves(grader):
+        for path, leaf in leaves(grader, JUDGE_TYPES):
             if leaf["type"] == "genrm" and leaf.get("mode") == "pairwise":
                 group = items[i].group
                 if group is None:
@@ -139,7 +117,7 @@ async def resolve_judge_leaves(
                             "pairwise judging compares the responses of one group: set group",
                         ),
                     )
-                    resolved[i] = _replace(resolved[i], path, node)
+                    resolved[i] = replace(resolved[i], path, node)
                     continue
                 pairwise[(group, _options(leaf))].append((i, path, leaf))
             else:
@@ -158,7 +136,7 @@ async def resolve_judge_leaves(
                 JudgeResult(None, "judge_error", f"the judge failed: {exc}"[:300]) for _ in members
             ]
         for (i, path, _leaf), result in zip(members, results, strict=True):
-            resolved[i] = _replace(resolved[i], path, _node(kind, result))
+            resolved[i] = replace(resolved[i], path, _node(kind, result))
 
     for (_group, _), members in pairwise.items():
         leaf = members[0][2]
@@ -178,5 +156,5 @@ async def resolve_judge_leaves(
                 JudgeResult(None, "judge_error", f"the judge failed: {exc}"[:300]) for _ in members
             ]
         for (i, path, _leaf), result in zip(members, results, strict=True):
-            resolved[i] = _replace(resolved[i], path, _node("genrm", result))
+            resolved[i] = replace(resolved[i], path, _node("genrm", result))
     return resolved

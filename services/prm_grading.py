@@ -32,6 +32,7 @@ from referee.genrm.prm import (
     check_answer,
 )
 from referee.genrm.steps import split_steps
+from referee.services.grader_tree import Path, has_type, leaves, replace
 from referee.services.judge_grading import prompt_text
 from referee.verifiers import CheckPool
 
@@ -52,7 +53,6 @@ NO_POLICY = (
     "`vllm serve MODEL`), or REFEREE_POLICY_BACKEND=transformers with "
     "REFEREE_POLICY_MODEL=/path/to/local/model"
 )
-Path = tuple[int, ...]
 _CONFIG_FIELDS: tuple[str, ...] = (
     "n_rollouts",
     "mode",
@@ -65,9 +65,7 @@ _CONFIG_FIELDS += ("top_p", "seed")
 
 
 def has_prm(grader: dict[str, Any]) -> bool:
-    if grader["type"] == PRM_TYPE:
-        return True
-    return grader["type"] == "weighted" and any(has_prm(p["grader"]) for p in grader["graders"])
+    return has_type(grader, (PRM_TYPE,))
 
 
 def require_policy(backend: LLMBackend | None) -> LLMBackend:
@@ -86,28 +84,6 @@ def pool_check(pool: CheckPool, timeout_s: float) -> AnswerCheck:
     return check
 
 
-def _leaves(grader: dict[str, Any], path: Path = ()) -> list[tuple[Path, dict[str, Any]]]:
-    if grader["type"] == PRM_TYPE:
-        return [(path, grader)]
-    if grader["type"] == "weighted":
-        found = []
-        for k, part in enumerate(grader["graders"]):
-            found.extend(_leaves(part["grader"], (*path, k)))
-        return found
-    return []
-
-
-def _replace(grader: dict[str, Any], path: Path, node: dict[str, Any]) -> dict[str, Any]:
-    if not path:
-        return node
-    parts = list(grader["graders"])
-    parts[path[0]] = {
-        **parts[path[0]],
-        "grader": _replace(parts[path[0]]["grader"], path[1:], node),
-    }
-    return {**grader, "graders": parts}
-
-
 def _config(leaf: dict[str, Any]) -> PRMConfig:
     return PRMConfig(**{k: leaf[k] for k in _CONFIG_FIELDS if leaf.get(k) is not None})
 
@@ -116,7 +92,7 @@ def planned_rollouts(graders: Sequence[dict[str, Any]], responses: Sequence[str]
     """The most rollouts the ``prm_mc`` leaves of a batch can cost."""
     total = 0
     for grader, response in zip(graders, responses, strict=True):
-        for _path, leaf in _leaves(grader):
+        for _path, leaf in leaves(grader, (PRM_TYPE,)):
             config = _config(leaf)
             total += config.planned_rollouts(
                 len(split_steps(response, config.split, config.delimiter))
@@ -182,7 +158,7 @@ async def resolve_prm_leaves(
             )
     by_options: dict[str, list[tuple[int, Path, dict[str, Any]]]] = defaultdict(list)
     for i, grader in enumerate(graders):
-        for path, leaf in _leaves(grader):
+        for path, leaf in leaves(grader, (PRM_TYPE,)):
             options = {k: leaf.get(k) for k in (*_CONFIG_FIELDS, "aggregate")}
             by_options[json.dumps(options, sort_keys=True)].append((i, path, leaf))
     resolved = list(graders)
@@ -210,5 +186,5 @@ async def resolve_prm_leaves(
             results = [None] * len(members)
             error = f"the policy backend failed: {exc}"[:300]
         for (i, path, _leaf), result in zip(members, results, strict=True):
-            resolved[i] = _replace(resolved[i], path, _node(result, aggregate, error))
+            resolved[i] = replace(resolved[i], path, _node(result, aggregate, error))
     return resolved

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Sequence
 from typing import Any
 
 from fastapi import APIRouter, Request
@@ -14,6 +15,7 @@ from referee.client.models import (
     MathVerifyRequest,
     MathVerifyResponse,
     Problem,
+    RewardItem,
     RewardsRequest,
     RewardsResponse,
 )
@@ -22,7 +24,7 @@ from referee.services.routes.environments import record_procedural
 from referee.verifiers import TimedOut, WorkerFailed
 from referee.verifiers.math import verify
 
-__all__ = ["router"]
+__all__ = ["router", "score_for_request"]
 
 log = logging.getLogger("referee.rewards")
 
@@ -47,12 +49,22 @@ async def rewards(body: RewardsRequest, request: Request) -> RewardsResponse:
             f"{len(body.items)} items in one request; the limit is {settings.max_batch_items}: "
             "split the batch (the Python SDK chunks large batches for you)"
         )
-    items = request.app.state.graders.expand_items(body.items)  # {"type": "named"} -> the grader
+    return await score_for_request(request, body.items, body.pass_threshold)
+
+
+async def score_for_request(
+    request: Request, items: Sequence[RewardItem], pass_threshold: float, where: str = "items"
+) -> RewardsResponse:
+    """A batch scored as ``/v1/rewards`` scores it, with the app's components: named graders
+    expanded, the synchronous PRM budget, the procedural deadline, the curriculum fed. The
+    compatibility routes (OpenRLHF, slime) score through here too."""
+    settings = request.app.state.settings
+    expanded = request.app.state.graders.expand_items(items, where)  # "named" -> the grader
     response = await score_batch(
         request.app.state.pool,
-        items,
+        expanded,
         settings.math_timeout_s,
-        body.pass_threshold,
+        pass_threshold,
         request.app.state.metrics,
         request.app.state.sandbox,
         judge=request.app.state.judge,
@@ -64,9 +76,9 @@ async def rewards(body: RewardsRequest, request: Request) -> RewardsResponse:
         ),
         procedural_timeout_s=settings.procedural_timeout_s,
     )
-    if any(item.grader.type in ("procedural", "weighted") for item in items):
+    if any(item.grader.type in ("procedural", "weighted") for item in expanded):
         try:  # the curriculum learns from procedural items; a store outage costs no rewards
-            await record_procedural(request, items, response, body.pass_threshold)
+            await record_procedural(request, expanded, response, pass_threshold)
         except Exception:
             log.exception("the curriculum could not record this batch")
     return response

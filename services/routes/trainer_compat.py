@@ -33,7 +33,7 @@ from referee.client.compat_models import (
 from referee.client.errors import InvalidRequest, PayloadTooLarge
 from referee.client.grader_specs import fill_grader, parse_grader
 from referee.client.models import RewardItem, RewardResult
-from referee.services.reward_batch import PRMOptions, score_batch
+from referee.services.routes.rewards import score_for_request
 
 __all__ = ["response_of", "router"]
 
@@ -116,22 +116,7 @@ async def _score(request: Request, items: list[RewardItem]) -> list[RewardResult
         raise PayloadTooLarge(
             f"{len(items)} samples in one request; the limit is {settings.max_batch_items}"
         )
-    items = request.app.state.graders.expand_items(items, "samples")
-    out = await score_batch(
-        request.app.state.pool,
-        items,
-        settings.math_timeout_s,
-        1.0,
-        request.app.state.metrics,
-        request.app.state.sandbox,
-        judge=request.app.state.judge,
-        judge_templates=settings.judge_templates_dir,
-        prm=PRMOptions(
-            policy=request.app.state.policy,
-            cache=request.app.state.prm_cache,
-            budget=settings.prm_sync_max_rollouts,
-        ),
-    )
+    out = await score_for_request(request, items, 1.0, "samples")
     return out.rewards
 
 
