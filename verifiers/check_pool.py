@@ -104,6 +104,7 @@ class _LaneQueue:
     tasks: collections.deque[_Task] = field(default_factory=collections.deque)
     running: int = 0
     served_at: float = 0.0
+    """When a chunk of the lane was last taken or a result of it came back."""
 
 
 def _worker_main(conn: Connection, memory_mb: int) -> None:
@@ -162,7 +163,7 @@ class CheckPool:
         chunk: int = 32,
         start_method: str = "forkserver",
         extra_workers: int | None = None,
-        starve_s: float = 0.2,
+        starve_s: float = 0.1,
         extra_idle_s: float = 30.0,
     ) -> None:
         if workers is not None and workers < 1:
@@ -383,6 +384,7 @@ class CheckPool:
             queue = self._lanes.get(task.lane)
             if queue is not None:
                 queue.running -= 1
+                queue.served_at = time.monotonic()
                 if queue.running == 0:
                     if not queue.tasks:
                         del self._lanes[task.lane]
@@ -403,6 +405,7 @@ class CheckPool:
                 queue = self._lanes.get(t.lane)
                 if queue is not None:
                     queue.running -= 1
+                    queue.served_at = time.monotonic()
                 if self._closed or t.lane.dropped is not None or queue is None:
                     dropped.append(t)
                     if queue is not None and queue.running == 0 and not queue.tasks:
