@@ -190,7 +190,8 @@ def markdown(res: dict[str, Any]) -> str:
             "| --- | --- |",
             f"| one-item request, idle server (median) | {res['idle_ms']:.1f} ms |",
             f"| one-item request behind {res['hostile_items']} hostile items "
-            f"({res['hostile_body_bytes']} B), median of {behind['n']} | {behind['median']:.1f} ms |",
+            f"({res['hostile_body_bytes']} B), median of {behind['n']} "
+            f"| {behind['median']:.1f} ms |",
             f"| the same, worst | {behind['max']:.1f} ms |",
             f"| the hostile batch itself | {res['hostile_batch_s']:.1f} s, "
             f"{res['hostile_timeouts']} of {res['hostile_items']} items timed out |",

@@ -181,6 +181,11 @@ class ExecutionResult(_Model):
     stderr: str = ""
     stdout_truncated: bool = False
     stderr_truncated: bool = False
+    output_cut: bool = Field(
+        False,
+        description="stdout or stderr was cut to fit the response (REFEREE_SANDBOX_OUTPUT_BYTES "
+        "of JSON each: escapes count, so 8 MiB of newlines does not become 16 MiB of body).",
+    )
     wall_time_s: float = 0.0
     cpu_time_s: float | None = None
     message: str = ""
