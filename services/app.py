@@ -23,6 +23,7 @@ from referee.services.llm_backends import build_judge, build_policy
 from referee.services.metrics import Metrics
 from referee.services.middleware import RequestGuard
 from referee.services.named_graders import GraderRegistry
+from referee.services.openapi_doc import install_openapi
 from referee.services.routes import (
     compat,
     environments,
@@ -116,11 +117,11 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     public = [health.router, compat.ping_router]
     if settings.compat_without_api_key:
         public += [compat.router, trainer_compat.router]
+    patterns = open_paths(app, public)
     app.add_middleware(
-        RequestGuard,
-        settings=settings,
-        open_paths=open_paths(app, public),
-        metrics=app.state.metrics,
+        RequestGuard, settings=settings, open_paths=patterns, metrics=app.state.metrics
     )
+    # The document says what the guard and the error handlers answer too.
+    install_openapi(app, lambda path: not any(p.match(path) for p in patterns))
 
     return app
