@@ -35,41 +35,26 @@ import asyncio
 import collections
 import multiprocessing as mp
 import os
-import resource
 import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field
-from multiprocessing.connection import Connection
 from typing import Any
 
 from referee.verifiers.check_lanes import Lane, current_lane
+from referee.verifiers.check_worker import TimedOut, Worker, WorkerFailed
 
 __all__ = ["CheckPool", "Lane", "PoolHealth", "TimedOut", "WorkerFailed", "current_lane"]
 
 _PRELOAD = ["referee.verifiers.math"]
-_POLL_S = 0.1  # how often a manager waiting on a long check looks whether its lane was dropped
+_POLL_S = 0.1
+_FIRST_CHUNK = 4  # how often a manager waiting on a long check looks whether its lane was dropped
 
 
 def _resolve(done: asyncio.Future[None]) -> None:
     if not done.done():
         done.set_result(None)
-
-
-@dataclass(frozen=True, slots=True)
-class TimedOut:
-    """The check overran its deadline; its worker was killed and replaced."""
-
-    timeout_s: float
-
-
-@dataclass(frozen=True, slots=True)
-class WorkerFailed:
-    """The check failed inside its worker (memory cap, crash, unexpected exception), or was
-    dropped with its lane."""
-
-    reason: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,6 +68,8 @@ class PoolHealth:
     overdue: int
     """Checks running past their deadline plus a grace: their manager should have killed them."""
     since_last_result_s: float | None
+    dropped: int = 0
+    """Checks dropped with their lane (their client hung up) since the pool started."""
 
     @property
     def ok(self) -> bool:
@@ -105,50 +92,6 @@ class _LaneQueue:
     running: int = 0
     served_at: float = 0.0
     """When a chunk of the lane was last taken or a result of it came back."""
-
-
-def _worker_main(conn: Connection, memory_mb: int) -> None:
-    if memory_mb > 0:
-        limit = memory_mb * 1024 * 1024
-        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
-    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-    while True:
-        try:
-            batch = conn.recv()
-        except (EOFError, OSError):
-            return
-        if batch is None:
-            return
-        for index, fn, args in batch:
-            try:
-                reply: tuple[Any, ...] = (index, "ok", fn(*args))
-            except MemoryError:
-                reply = (index, "error", f"memory limit of {memory_mb} MB exceeded")
-            except RecursionError:
-                reply = (index, "error", "recursion limit exceeded")
-            except Exception as exc:  # a bug in a check must not kill the worker
-                reply = (index, "error", f"{type(exc).__name__}: {exc}"[:500])
-            try:
-                conn.send(reply)
-            except MemoryError:
-                conn.send((index, "error", "result too large"))
-
-
-class _Worker:
-    def __init__(self, ctx: Any, memory_mb: int) -> None:
-        parent, child = ctx.Pipe()
-        self.conn: Connection = parent
-        self.proc = ctx.Process(target=_worker_main, args=(child, memory_mb), daemon=True)
-        self.proc.start()
-        child.close()
-
-    def kill(self) -> None:
-        try:
-            self.proc.kill()
-        except (OSError, ValueError):
-            pass
-        self.proc.join(timeout=5)
-        self.conn.close()
 
 
 class CheckPool:
@@ -188,6 +131,8 @@ class CheckPool:
         self._closed = False
         self.replaced = 0
         """How many workers were killed and replaced (overruns, crashes, dropped lanes)."""
+        self.dropped = 0
+        """How many checks were dropped with their lane, never run or stopped."""
         self._threads = [
             threading.Thread(target=self._manage, args=(i, i >= self.workers), daemon=True)
             for i in range(self.workers + self.extra_workers)
@@ -287,6 +232,7 @@ class CheckPool:
             running=len(running),
             overdue=sum(1 for started, limit in running if now - started > limit + grace_s),
             since_last_result_s=None if last is None else now - last,
+            dropped=self.dropped,
         )
 
     def close(self) -> None:
@@ -316,6 +262,7 @@ class CheckPool:
             left = list(queue.tasks)
             queue.tasks.clear()
             self._queued -= len(left)
+            self.dropped += len(left)
             if queue.running == 0:
                 del self._lanes[lane]
         for t in left:
@@ -346,8 +293,13 @@ class CheckPool:
         return max(0.001, min(waits)) if waits else None
 
     def _share(self, lane: Lane, queue: _LaneQueue) -> int:
-        cost = lane.cost_s if lane.cost_s is not None else self._cost_s
-        by_time = int(self.chunk_time_s / max(cost, 1e-4))
+        """How many tasks of the lane go in one chunk: about ``chunk_time_s`` of work by the
+        lane's measured cost, spread over the workers; a lane not measured yet gets a small
+        first chunk (its checks may be slow: a chunk sent cannot be taken back)."""
+        if lane.cost_s is None:
+            by_time = min(_FIRST_CHUNK, int(self.chunk_time_s / max(self._cost_s, 1e-4)))
+        else:
+            by_time = int(self.chunk_time_s / max(lane.cost_s, 1e-4))
         spread = -(-len(queue.tasks) // self.workers)
         return max(1, min(self.chunk, by_time, spread, len(queue.tasks)))
 
@@ -408,6 +360,7 @@ class CheckPool:
                     queue.served_at = time.monotonic()
                 if self._closed or t.lane.dropped is not None or queue is None:
                     dropped.append(t)
+                    self.dropped += t.lane.dropped is not None
                     if queue is not None and queue.running == 0 and not queue.tasks:
                         del self._lanes[t.lane]
                     continue
@@ -420,7 +373,7 @@ class CheckPool:
 
     # -- the manager of one worker ---------------------------------------------------------
     def _manage(self, index: int, extra: bool) -> None:
-        worker: _Worker | None = None
+        worker: Worker | None = None
         try:
             while True:
                 batch = self._take(extra, worker is not None)
@@ -434,7 +387,7 @@ class CheckPool:
                 if worker is None or not worker.proc.is_alive():
                     if worker is not None:
                         worker.kill()
-                    worker = _Worker(self._ctx, self.memory_mb)
+                    worker = Worker(self._ctx, self.memory_mb)
                 if not self._run_batch(index, worker, batch):
                     worker.kill()
                     self.replaced += 1
@@ -444,14 +397,14 @@ class CheckPool:
                 self._stop(worker)
 
     @staticmethod
-    def _stop(worker: _Worker) -> None:
+    def _stop(worker: Worker) -> None:
         try:
             worker.conn.send(None)
         except (OSError, ValueError):
             pass
         worker.kill()
 
-    def _run_batch(self, index: int, worker: _Worker, batch: list[_Task]) -> bool:
+    def _run_batch(self, index: int, worker: Worker, batch: list[_Task]) -> bool:
         """Run a chunk on ``worker``; False when the worker had to be killed."""
         live = []
         for t in batch:
@@ -476,13 +429,15 @@ class CheckPool:
                 self._running.pop(index, None)
 
     def _await_one(
-        self, index: int, worker: _Worker, task: _Task, i: int, rest: list[_Task]
+        self, index: int, worker: Worker, task: _Task, i: int, rest: list[_Task]
     ) -> bool:
         started = time.monotonic()
         with self._cond:
             self._running[index] = (started, task.timeout_s)
         while True:
             if task.lane.dropped is not None:
+                with self._cond:
+                    self.dropped += 1
                 self._settle(task, WorkerFailed(f"dropped: {task.lane.dropped}"), None)
                 self._requeue(rest)
                 return False

@@ -73,6 +73,7 @@ async def readyz(request: Request) -> JSONResponse:
         "math_workers": pool.workers,
         "pending_checks": pool.pending,
         "running_checks": pool.health().running,
+        "dropped_checks": pool.dropped,
         "sandbox_slots": sandbox.slots,
         "sandbox_in_flight": sandbox.in_flight,
     }
