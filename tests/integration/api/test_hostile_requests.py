@@ -212,3 +212,21 @@ def test_readyz_does_not_queue_behind_batches(plain: Any) -> None:
     busy = [s for s in seen if s["pending_checks"] > 0]
     assert busy, "the batches never kept the pool busy"
     assert all(s["status"] == "ready" and s["math_check"] == "busy" for s in busy)
+
+
+def test_a_run_answer_is_cut_to_the_output_cap_as_json_and_says_so(plain: Any) -> None:
+    """8 MiB of newlines, within the stdout cap, would be a 16 MiB JSON body."""
+    code = "import sys\nsys.stdout.write('\\n' * (8 * 1024 * 1024 - 1))\n"
+    r = httpx.post(
+        plain.url + "/v1/sandbox/run",
+        json={"code": code, "language": "python", "limits": {"time_s": 30}},
+        timeout=120,
+    )
+    assert r.status_code == 200, r.text[:500]
+    assert len(r.content) < 9 * MIB
+    body = r.json()
+    assert body["status"] == "ok" and body["output_cut"] is True
+    assert 3 * MIB < len(body["stdout"]) < 8 * MIB
+    sf = httpx.post(plain.url + "/run_code", json={"code": code, "language": "python"}, timeout=120)
+    assert sf.status_code == 200 and len(sf.content) < 9 * MIB
+    assert "output cut" in sf.json()["run_result"]["stderr"]
