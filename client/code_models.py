@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, field_validator
 
 __all__ = [
     "AssertTestSpec",
@@ -181,6 +181,11 @@ class ExecutionResult(_Model):
     stderr: str = ""
     stdout_truncated: bool = False
     stderr_truncated: bool = False
+    output_cut: bool = Field(
+        False,
+        description="stdout or stderr was cut to fit the response (REFEREE_SANDBOX_OUTPUT_BYTES "
+        "of JSON each: escapes count, so 8 MiB of newlines does not become 16 MiB of body).",
+    )
     wall_time_s: float = 0.0
     cpu_time_s: float | None = None
     message: str = ""
@@ -211,18 +216,35 @@ class SandboxLanguages(_Model):
 
 class RunCodeRequest(BaseModel):
     """SandboxFusion's ``/run_code`` body. Unknown fields are ignored (not rejected) so every
-    version of a SandboxFusion client is accepted."""
+    version of a SandboxFusion client is accepted; the limits are checked (a time that is not a
+    finite number of seconds up to an hour, a memory limit the sandbox cannot give: 422)."""
 
     model_config = ConfigDict(extra="ignore")
 
     code: str = Field(..., max_length=_SOURCE_MAX)
     language: str = Field("python", max_length=32)
     stdin: str | None = Field(None, max_length=_IO_MAX)
-    compile_timeout: float = Field(10.0, gt=0)
-    run_timeout: float = Field(10.0, gt=0)
-    memory_limit_MB: int = Field(-1, description="-1: the server's default.")
+    compile_timeout: float = Field(
+        10.0, gt=0, le=3600, allow_inf_nan=False, description="Seconds (capped by the server)."
+    )
+    run_timeout: float = Field(
+        10.0, gt=0, le=3600, allow_inf_nan=False, description="Seconds (capped by the server)."
+    )
+    memory_limit_MB: int = Field(
+        -1,
+        le=65536,
+        description="-1 (or 0): the server's default; otherwise 16 to 65536 (capped by the "
+        "server).",
+    )
     files: dict[str, str | None] = Field(default_factory=dict)
     fetch_files: list[str] = Field(default_factory=list)
+
+    @field_validator("memory_limit_MB")
+    @classmethod
+    def _memory(cls, value: int) -> int:
+        if 0 < value < 16:
+            raise ValueError("a run needs at least 16 MB; send -1 for the server's default")
+        return value
 
 
 class RunCodeResult(BaseModel):

@@ -39,4 +39,8 @@ class SlimeRewardRequest(_Foreign):
 
     prompt: str | list[dict[str, Any]] = Field("", description="The prompt, text or messages.")
     response: str = Field(..., max_length=4_000_000)
-    label: Any = Field(None, description="The reference answer.")
+    label: Any = Field(
+        ...,
+        description="The reference answer (null when the grader needs none). slime always "
+        "sends it; the default grader (math) needs it.",
+    )

@@ -18,6 +18,9 @@ from pydantic import BaseModel
 __all__ = ["fill_grader", "parse_grader", "plain", "tests_from_value"]
 
 NEEDS_REFERENCE = frozenset({"math", "multiple_choice", "string_check", "prm_mc"})
+MAX_GRADER_DEPTH = 60
+"""Deepest nesting of lists and objects a grader may have (``weighted`` in ``weighted`` ...)."""
+_TOO_DEEP = f"the grader nests lists and objects more than {MAX_GRADER_DEPTH} levels deep"
 MAY_TAKE_REFERENCE = frozenset({"rubric", "genrm"})
 
 
@@ -35,6 +38,26 @@ def plain(value: Any) -> Any:
     return value
 
 
+def _depth(value: Any, limit: int) -> int:
+    """How deep lists and dicts nest in ``value``, counted without recursion up to ``limit + 1``
+    (deeper is not walked)."""
+    deepest = 0
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, Mapping):
+            children: Any = item.values()
+        elif isinstance(item, list | tuple):
+            children = item
+        else:
+            continue
+        deepest = max(deepest, depth)
+        if depth > limit:
+            break
+        stack.extend((child, depth + 1) for child in children)
+    return deepest
+
+
 def parse_grader(spec: Any) -> dict[str, Any]:
     """A grader from a dict, a pydantic model, a mapping-like config or a JSON string."""
     if isinstance(spec, str):
@@ -42,6 +65,10 @@ def parse_grader(spec: Any) -> dict[str, Any]:
             spec = json.loads(spec)
         except json.JSONDecodeError as exc:
             raise ValueError(f"the grader is not valid JSON: {exc.msg}") from exc
+        except RecursionError:  # deeper than Python's parser goes
+            raise ValueError(_TOO_DEEP) from None
+    if _depth(spec, MAX_GRADER_DEPTH) > MAX_GRADER_DEPTH:
+        raise ValueError(_TOO_DEEP)
     spec = plain(spec)
     if not isinstance(spec, dict) or "type" not in spec:
         raise ValueError('a grader is a JSON object with a `type`, e.g. {"type": "math"}')

@@ -97,7 +97,7 @@ WORKDIR /var/lib/referee
 ENV REFEREE_PORT=8000
 EXPOSE 8000
 # The api's; docker-compose.yml gives the worker its own (`healthcheck.py worker`).
-HEALTHCHECK --interval=10s --timeout=15s --start-period=60s --retries=3 \
+HEALTHCHECK --interval=10s --timeout=5s --start-period=60s --retries=3 \
   CMD ["python3", "/opt/referee-build/healthcheck.py", "api"]
 CMD ["api"]
 
@@ -116,7 +116,7 @@ RUN pip install -q --no-deps --no-build-isolation /src && rm -rf /src
 ENV REFEREE_PORT=8001 \
     REFEREE_SANDBOX_BACKEND=bwrap
 EXPOSE 8001
-HEALTHCHECK --interval=10s --timeout=15s --start-period=60s --retries=3 \
+HEALTHCHECK --interval=10s --timeout=5s --start-period=60s --retries=3 \
   CMD ["python3", "/opt/referee-build/healthcheck.py", "sandbox"]
 CMD ["sandbox"]
 

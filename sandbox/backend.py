@@ -66,6 +66,9 @@ def classify(
     if raw.stdout_overflow:
         status = RunStatus.OUTPUT_LIMIT
         message = f"stdout exceeded {limits.output_bytes} bytes; the program was stopped"
+    elif raw.stderr_overflow:
+        status = RunStatus.OUTPUT_LIMIT
+        message = f"stderr exceeded {limits.output_bytes} bytes; the program was stopped"
     elif raw.timed_out or cpu_exhausted:
         status = RunStatus.TIME_LIMIT
         if raw.timed_out:

@@ -205,6 +205,9 @@ class BwrapBackend:
             a += ["--ro-bind-try", etc, etc]
         for tool_dir in request.toolchain_dirs:
             a += ["--ro-bind", tool_dir, tool_dir]
+        for hidden in request.hidden_dirs:  # e.g. the host's site-packages: shown empty
+            if os.path.isdir(hidden):
+                a += ["--perms", "0555", "--tmpfs", hidden, "--remount-ro", hidden]
         a += ["--proc", "/proc", "--dev", "/dev"]
         size = str(limits.work_dir_mb * MIB)
         for mount_point in ("/tmp", "/dev/shm", "/work"):
@@ -343,6 +346,7 @@ class BwrapBackend:
             wall_time_s=limits.wall_time_s,
             stdout_cap=limits.output_bytes,
             stderr_cap=limits.stderr_bytes,
+            stderr_stop=limits.output_bytes,
             kill=kill,
         )
         if _is_bwrap_failure(raw):

@@ -260,7 +260,8 @@ class DockerBackend:
         limits = request.limits
         out = bytearray()
         err = bytearray()
-        flags = {"overflow": False, "err_truncated": False}
+        flags = {"overflow": False, "err_truncated": False, "err_overflow": False}
+        err_seen = [0]
 
         def kill() -> None:
             with contextlib.suppress(Exception):
@@ -287,6 +288,10 @@ class DockerBackend:
                             err.extend(chunk_err[:room])
                         if len(chunk_err) > room:
                             flags["err_truncated"] = True
+                        err_seen[0] += len(chunk_err)
+                        if err_seen[0] > limits.output_bytes and not flags["err_overflow"]:
+                            flags["err_overflow"] = True  # a flood is stopped, as stdout is
+                            kill()
 
         started = time.monotonic()
         try:
@@ -321,8 +326,9 @@ class DockerBackend:
             stderr=bytes(err),
             stdout_overflow=flags["overflow"],
             stderr_truncated=flags["err_truncated"],
-            timed_out=timed_out and not flags["overflow"],
+            timed_out=timed_out and not (flags["overflow"] or flags["err_overflow"]),
             wall_time_s=wall,
+            stderr_overflow=flags["err_overflow"],
         )
         if returncode is None and not timed_out and not flags["overflow"]:
             return RunResult(

@@ -19,6 +19,7 @@ import functools
 import os
 import re
 import shutil
+import site
 import subprocess
 import sys
 from collections.abc import Callable
@@ -75,6 +76,11 @@ class Language:
     run_argv: Callable[[str, Limits], tuple[str, ...]]
     compile_argv: Callable[[str], tuple[str, ...]] | None = None
     toolchain_dirs: tuple[str, ...] = ()
+    """Host paths (directories or files) outside /usr bound read-only to compile and run."""
+    run_dirs: tuple[str, ...] | None = None
+    """What a run of the built program needs of them (None: all; a Go or Rust binary: none)."""
+    hidden_dirs: tuple[str, ...] = ()
+    """Directories shown empty: the interpreter's site-packages (the host's packages)."""
     path_dirs: tuple[str, ...] = ()
     env: dict[str, str] = field(default_factory=dict)
     limit_address_space: bool = True
@@ -83,6 +89,10 @@ class Language:
     @property
     def compiled(self) -> bool:
         return self.compile_argv is not None
+
+    @property
+    def run_toolchain_dirs(self) -> tuple[str, ...]:
+        return self.toolchain_dirs if self.run_dirs is None else self.run_dirs
 
     def full_env(self) -> dict[str, str]:
         env = dict(self.env)
@@ -99,16 +109,34 @@ def _outside_usr(path: str) -> tuple[str, ...]:
     return () if path.startswith(("/usr/", "/bin/", "/lib")) else (path,)
 
 
+def _python_pieces(prefix: str, version: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """What of the interpreter at ``prefix`` a program needs (outside /usr: the executable, its
+    shared library and the standard library, not the whole install), and its site-packages
+    directories (hidden: the host's packages are not the program's)."""
+    root = Path(prefix)
+    stdlib = root / "lib" / f"python{version}"
+    hidden = {os.path.realpath(p) for p in site.getsitepackages([prefix])}
+    hidden = {p for p in hidden if os.path.isdir(p)}
+    if not _outside_usr(prefix):
+        return (), tuple(sorted(hidden))
+    pieces = [str(root / "bin" / f"python{version}"), str(stdlib)]
+    pieces += sorted(str(p) for p in (root / "lib").glob(f"libpython{version}*.so*"))
+    return tuple(pieces), tuple(sorted(p for p in hidden if p.startswith(str(stdlib))))
+
+
 def _python() -> Language | None:
     prefix = os.path.realpath(sys.base_prefix)
-    exe = Path(prefix) / "bin" / f"python{sys.version_info.major}.{sys.version_info.minor}"
+    version = f"{sys.version_info.major}.{sys.version_info.minor}"
+    exe = Path(prefix) / "bin" / f"python{version}"
     if not exe.exists():
         return None
+    pieces, hidden = _python_pieces(prefix, version)
     return Language(
         name="python",
         source_name=_fixed("main.py"),
         run_argv=lambda src, _l: (str(exe), "-I", "-B", f"/code/{src}"),
-        toolchain_dirs=_outside_usr(prefix),
+        toolchain_dirs=pieces,
+        hidden_dirs=hidden,
         env={"PYTHONIOENCODING": "utf-8", "PYTHONHASHSEED": "0"},
     )
 
@@ -213,6 +241,7 @@ def _go() -> Language | None:
         compile_argv=lambda src: (go_real, "build", "-o", "/code/main", f"/code/{src}"),
         run_argv=lambda _src, _l: ("/code/main",),
         toolchain_dirs=_outside_usr(goroot),
+        run_dirs=(),  # a Go binary needs nothing of the toolchain to run
         path_dirs=(os.path.dirname(go_real),),
         env={
             "GOCACHE": "/tmp/go-cache",
@@ -256,6 +285,7 @@ def _rust() -> Language | None:
         ),
         run_argv=lambda _src, _l: ("/code/main",),
         toolchain_dirs=_outside_usr(sysroot),
+        run_dirs=(),  # std is linked in: the binary needs nothing of the sysroot to run
         path_dirs=(str(real.parent),),
     )
 

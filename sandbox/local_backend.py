@@ -89,6 +89,7 @@ class UnsafeLocalBackend:
                 wall_time_s=limits.wall_time_s,
                 stdout_cap=limits.output_bytes,
                 stderr_cap=limits.stderr_bytes,
+                stderr_stop=limits.output_bytes,
                 kill=kill,
             )
         finally:

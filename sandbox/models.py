@@ -95,8 +95,7 @@ class ExecRequest:
     ``program_dir`` is a host directory shown inside the sandbox at ``/code``: read-only for
     test runs, writable for a compile step (``program_dir_writable``). The command's working
     directory is ``cwd`` (default the private tmpfs ``/work``). ``toolchain_dirs`` are extra
-    host directories bound read-only at the same path (an interpreter outside /usr, a Rust
-    sysroot).
+    host paths bound read-only at the same path (an interpreter outside /usr, a Rust sysroot).
     ``limit_address_space=False`` spares runtimes that reserve large virtual ranges (JVM, Go, V8)
     from RLIMIT_AS, which is only used where no memory cgroup exists.
     """
@@ -109,6 +108,8 @@ class ExecRequest:
     program_dir_writable: bool = False
     cwd: str = "/work"
     toolchain_dirs: tuple[str, ...] = ()
+    hidden_dirs: tuple[str, ...] = ()
+    """Directories inside the bound toolchains shown empty (an interpreter's site-packages)."""
     limit_address_space: bool = True
     kind: str = "run"  # "run" or "compile"; informational (stats, logs)
 

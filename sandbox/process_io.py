@@ -1,14 +1,17 @@
 """Feeding stdin and reading capped stdout/stderr of a running process, under a deadline.
 
 One ``selectors`` loop in the calling thread writes stdin and reads both pipes while the program
-runs (no extra threads, no signals: safe to call from any thread). Stdout past its cap, the wall
+runs (no extra threads, no signals: safe to call from any thread). Stdout past its cap, stderr
+past its stop (a flood is stopped as stdout is, not left to run to the time limit), the wall
 deadline, or pipes held open by stray children after the main process exited all call ``kill``;
-the loop then drains what is left and returns.
+the loop then drains what is left and returns. :func:`cut_for_json` cuts a run's text to what
+fits a response body once JSON-escaped (8 MiB of newlines is 16 MiB of JSON).
 """
 
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import selectors
 import subprocess
@@ -16,7 +19,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-__all__ = ["RawOutcome", "communicate", "decode_output"]
+__all__ = ["RawOutcome", "communicate", "cut_for_json", "decode_output"]
 
 _CHUNK = 65536
 _EXIT_GRACE_S = 0.05
@@ -31,11 +34,32 @@ class RawOutcome:
     stderr_truncated: bool
     timed_out: bool
     wall_time_s: float
+    stderr_overflow: bool = False
+    """stderr passed its stop and the program was stopped."""
 
 
 def decode_output(data: bytes) -> str:
     """Bytes to text; invalid UTF-8 becomes U+FFFD, never an error."""
     return data.decode("utf-8", errors="replace")
+
+
+def _json_bytes(text: str) -> int:
+    return len(json.dumps(text, ensure_ascii=False).encode()) - 2
+
+
+def cut_for_json(text: str, budget: int) -> tuple[str, bool]:
+    """``text`` cut so that its JSON string (escapes included, UTF-8) takes at most ``budget``
+    bytes, and whether it was cut."""
+    if len(text) * 6 <= budget:  # even if every character needed a \u escape
+        return text, False
+    size = _json_bytes(text)
+    if size <= budget:
+        return text, False
+    keep = len(text)
+    while size > budget and keep > 0:
+        keep = int(keep * budget / size * 0.98)
+        size = _json_bytes(text[:keep])
+    return text[:keep], True
 
 
 def communicate(
@@ -47,13 +71,18 @@ def communicate(
     stdout_cap: int,
     stderr_cap: int,
     kill: Callable[[], None],
+    stderr_stop: int | None = None,
 ) -> RawOutcome:
-    """Run ``proc``'s I/O to the end. ``started`` is the ``time.monotonic()`` of the spawn."""
+    """Run ``proc``'s I/O to the end. ``started`` is the ``time.monotonic()`` of the spawn.
+    Stderr past ``stderr_cap`` is dropped; past ``stderr_stop`` (None: never) the program is
+    stopped."""
     deadline = started + wall_time_s
     out = bytearray()
     err = bytearray()
     overflow = False
     err_truncated = False
+    err_overflow = False
+    err_seen = 0
     timed_out = False
     killed = False
     killed_at = 0.0
@@ -122,12 +151,17 @@ def communicate(
                     else:
                         out += chunk
                 else:
+                    err_seen += len(chunk)
                     room = stderr_cap - len(err)
                     if len(chunk) > room:
                         err += chunk[: max(room, 0)]
                         err_truncated = True
                     else:
                         err += chunk
+                    if stderr_stop is not None and err_seen > stderr_stop:
+                        err_overflow = True
+                        do_kill()
+                        sel.unregister(fileobj)
             if killed and time.monotonic() > killed_at + 2.0:
                 break  # the kill did not close the pipes; give up reading
     finally:
@@ -155,4 +189,5 @@ def communicate(
         stderr_truncated=err_truncated,
         timed_out=timed_out,
         wall_time_s=time.monotonic() - started,
+        stderr_overflow=err_overflow,
     )

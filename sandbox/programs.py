@@ -66,7 +66,8 @@ class PreparedProgram:
                 program_dir=self.directory,
                 program_dir_writable=False,
                 cwd="/work",
-                toolchain_dirs=self.language.toolchain_dirs,
+                toolchain_dirs=self.language.run_toolchain_dirs,
+                hidden_dirs=self.language.hidden_dirs,
                 limit_address_space=self.language.limit_address_space,
             )
         )
@@ -125,6 +126,7 @@ def prepare(
                     program_dir_writable=True,
                     cwd="/code",
                     toolchain_dirs=recipe.toolchain_dirs,
+                    hidden_dirs=recipe.hidden_dirs,
                     limit_address_space=recipe.limit_address_space,
                     kind="compile",
                 )

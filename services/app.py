@@ -8,22 +8,22 @@ the sandbox executor's slots (``sandbox_executor``). No Redis, no GPU, nothing t
 from __future__ import annotations
 
 import asyncio
-import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
-from fastapi import Depends, FastAPI, Request, Response
+from fastapi import Depends, FastAPI
 
-from referee.client.errors import PayloadTooLarge
 from referee.genrm.prm import MemoryRolloutCache
-from referee.services.auth import require_api_key
+from referee.services.auth import open_paths, require_api_key
 from referee.services.curriculum import curriculum_from_settings
-from referee.services.errors import install_error_handlers, problem_response
+from referee.services.errors import install_error_handlers
 from referee.services.job_runner import Components
 from referee.services.jobs import build_jobs
 from referee.services.llm_backends import build_judge, build_policy
 from referee.services.metrics import Metrics
+from referee.services.middleware import RequestGuard
 from referee.services.named_graders import GraderRegistry
+from referee.services.openapi_doc import install_openapi
 from referee.services.routes import (
     compat,
     environments,
@@ -113,24 +113,15 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     compat_deps = [] if settings.compat_without_api_key else [Depends(require_api_key)]
     app.include_router(compat.router, dependencies=compat_deps)
     app.include_router(trainer_compat.router, dependencies=compat_deps)  # OpenRLHF, slime
-
-    @app.middleware("http")
-    async def limits_and_metrics(
-        request: Request, call_next: Callable[[Request], Awaitable[Response]]
-    ) -> Response:
-        length = request.headers.get("content-length")
-        if length is not None and length.isdigit() and int(length) > settings.max_body_bytes:
-            return problem_response(
-                PayloadTooLarge(
-                    f"the body has {length} bytes; the limit is {settings.max_body_bytes}"
-                )
-            )
-        start = time.perf_counter()
-        response = await call_next(request)
-        route = request.scope.get("route")
-        path = getattr(route, "path", "unmatched")
-        app.state.metrics.requests.labels(request.method, path, str(response.status_code)).inc()
-        app.state.metrics.latency.labels(path).observe(time.perf_counter() - start)
-        return response
+    # The key, the body's size and depth are checked before the app reads a byte of the body.
+    public = [health.router, compat.ping_router]
+    if settings.compat_without_api_key:
+        public += [compat.router, trainer_compat.router]
+    patterns = open_paths(app, public)
+    app.add_middleware(
+        RequestGuard, settings=settings, open_paths=patterns, metrics=app.state.metrics
+    )
+    # The document says what the guard and the error handlers answer too.
+    install_openapi(app, lambda path: not any(p.match(path) for p in patterns))
 
     return app

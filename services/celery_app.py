@@ -6,13 +6,17 @@ Reliability, task by task:
 
 * acknowledged late (``acks_late``); one message at a time per thread (prefetch 1); jobs run as
   threads of the worker process (``--pool threads``), sharing its check pool, sandbox and models;
-* a running job holds a lease in Redis that a heartbeat thread renews every third of
+* the first thing a task does is take the job's lease in Redis (before the worker builds its
+  check pool and models), and a heartbeat thread renews it every third of
   ``REFEREE_JOB_LEASE_S``. A worker killed outright (SIGKILL, a lost machine) stops renewing;
-  every worker runs a reaper thread that finds running jobs whose lease lapsed and queues them
-  again, once. The next attempt resumes from the job's saved chunks, so nothing is lost, and a
-  second delivery of a job whose lease is alive is dropped (the job is idempotent by its id);
-* transient failures (Redis or an LLM server unreachable) are retried with exponential backoff;
-  the store's client itself reconnects through a Redis restart;
+  every worker runs a reaper thread (:mod:`~referee.services.job_recovery`) that queues again
+  the running jobs whose lease lapsed, and the queued jobs whose message a dead worker took
+  before it held their lease. The next attempt resumes from the job's saved chunks, so nothing
+  is lost, and a second delivery of a job whose lease is alive, or that runs in this very
+  process, is dropped (the job is idempotent by its id);
+* transient failures (Redis or an LLM server unreachable) are retried with exponential backoff,
+  in the task, with the lease held; the store's client itself reconnects through a Redis
+  restart;
 * each job is bounded by ``REFEREE_JOB_TIME_LIMIT_S`` (and Celery's hard time limit above it).
 
 Nothing happens at import: :func:`make_celery` builds the app from settings.
@@ -25,15 +29,17 @@ import logging
 import os
 import socket
 import threading
+import time
 from collections.abc import Coroutine
 from typing import Any, TypeVar
 
 from celery import Celery
 from celery.signals import worker_ready, worker_shutdown
 
+from referee.services.job_recovery import reap_once
 from referee.services.settings import Settings
 
-__all__ = ["WorkerRuntime", "make_celery", "reap_once"]
+__all__ = ["WorkerRuntime", "make_celery", "reap_once", "worker_name"]
 
 log = logging.getLogger("referee.worker")
 T = TypeVar("T")
@@ -77,7 +83,7 @@ class WorkerRuntime:
             prm_cache=RedisRolloutCache(self.store._r),
             curriculum=curriculum_from_settings(settings),
         )
-        self.name = f"{settings.worker_name or socket.gethostname()}:{os.getpid()}"
+        self.name = worker_name(settings)
 
     @classmethod
     def get(cls, settings: Settings) -> WorkerRuntime:
@@ -93,6 +99,31 @@ class WorkerRuntime:
         return asyncio.run_coroutine_threadsafe(coro, self.loop).result()
 
 
+def worker_name(settings: Settings) -> str:
+    """This process's name in a job's status and its lease: ``host:pid``."""
+    return f"{settings.worker_name or socket.gethostname()}:{os.getpid()}"
+
+
+class _ProcessStore:
+    """The job store of this process, made at its first task (after the fork): light, so a
+    task takes its job's lease before the worker's runtime (check pool, models) is built."""
+
+    _stores: dict[int, Any] = {}  # noqa: RUF012 - one per process id
+    _lock = threading.Lock()
+
+    @classmethod
+    def get(cls, settings: Settings) -> Any:
+        from referee.services.job_store import RedisJobStore
+
+        assert settings.broker_url
+        with cls._lock:
+            store = cls._stores.get(os.getpid())
+            if store is None:
+                store = RedisJobStore.from_url(settings.broker_url, ttl_s=settings.job_ttl_s)
+                cls._stores = {os.getpid(): store}
+            return store
+
+
 class _Heartbeat(threading.Thread):
     def __init__(self, store: Any, job_id: str, worker: str, lease_s: float) -> None:
         super().__init__(daemon=True, name=f"lease-{job_id}")
@@ -106,19 +137,6 @@ class _Heartbeat(threading.Thread):
                     self.store.acquire_lease(self.job_id, self.worker, self.lease_s)
             except Exception as exc:  # Redis away: keep trying; the lease may lapse meanwhile
                 log.warning("lease renewal of job %s failed: %s", self.job_id, exc)
-
-
-def reap_once(store: Any, celery: Celery, lease_s: float) -> list[str]:
-    """Queue again every running job whose lease lapsed (its worker died); returns their ids."""
-    from referee.services.jobs import enqueue
-
-    requeued = []
-    for job_id in store.orphans(older_than_s=lease_s):
-        if store.claim_requeue(job_id, ttl_s=lease_s * 2):
-            log.warning("job %s lost its worker; queued again", job_id)
-            enqueue(celery, job_id)
-            requeued.append(job_id)
-    return requeued
 
 
 def make_celery(settings: Settings) -> Celery:
@@ -144,33 +162,54 @@ def make_celery(settings: Settings) -> Celery:
         worker_redirect_stdouts=False,
     )
 
+    running_here: set[str] = set()  # jobs this process runs now (a redelivery is dropped)
+    running_lock = threading.Lock()
+
     @app.task(name="referee.run_job", bind=True, max_retries=8)  # type: ignore[untyped-decorator]
     def run_job(self: Any, job_id: str) -> str:
-        from referee.services.job_runner import execute_job, is_transient
-
-        runtime = WorkerRuntime.get(settings)
-        store, lease_s = runtime.store, settings.job_lease_s
-        if not store.acquire_lease(job_id, runtime.name, lease_s):
-            return "running elsewhere"
-        beat = _Heartbeat(store, job_id, runtime.name, lease_s)
+        # The lease first, before anything slow: from here on a death of this worker is seen
+        # by the running-job sweep; before it, by the sweep of queued jobs (job_recovery).
+        store, name, lease_s = (
+            _ProcessStore.get(settings),
+            worker_name(settings),
+            settings.job_lease_s,
+        )
+        with running_lock:
+            if job_id in running_here:
+                return "running here already"
+            if not store.acquire_lease(job_id, name, lease_s):
+                return "running elsewhere"
+            running_here.add(job_id)
+        beat = _Heartbeat(store, job_id, name, lease_s)
         beat.start()
         try:
-            return runtime.run(execute_job(job_id, store, runtime.components, runtime.name))
-        except Exception as exc:
-            if is_transient(exc) and self.request.retries >= self.max_retries:
-                store.finish(job_id, "failed", f"gave up after {self.max_retries} retries: {exc}")
-                return "failed"
-            if is_transient(exc):
-                log.warning("job %s: transient failure, retrying: %s", job_id, exc)
-                delay = min(60, 2 ** (self.request.retries + 1))
-                raise self.retry(exc=exc, countdown=delay) from exc
-            raise
+            return _run_with_retries(job_id, store, self.max_retries)
         finally:
             beat.stopped.set()
+            with running_lock:
+                running_here.discard(job_id)
             try:
-                store.release_lease(job_id, runtime.name)
+                store.release_lease(job_id, name)
             except Exception:  # the lease lapses by itself
                 log.warning("could not release the lease of job %s", job_id)
+
+    def _run_with_retries(job_id: str, store: Any, retries: int) -> str:
+        from referee.services.job_runner import execute_job, is_transient
+
+        for attempt in range(retries + 1):
+            try:
+                runtime = WorkerRuntime.get(settings)
+                return runtime.run(execute_job(job_id, store, runtime.components, runtime.name))
+            except Exception as exc:
+                if not is_transient(exc):
+                    raise
+                if attempt == retries:
+                    store.finish(job_id, "failed", f"gave up after {retries} retries: {exc}")
+                    return "failed"
+                delay = min(60, 2 ** (attempt + 1))
+                log.warning("job %s: transient failure, retry in %d s: %s", job_id, delay, exc)
+                time.sleep(delay)  # the heartbeat keeps the lease meanwhile
+        return "failed"  # pragma: no cover - the loop returns
 
     stop = threading.Event()
 
@@ -181,7 +220,7 @@ def make_celery(settings: Settings) -> Celery:
         store = RedisJobStore.from_url(settings.broker_url, ttl_s=settings.job_ttl_s)
         while not stop.wait(max(0.5, settings.job_lease_s / 2)):
             try:
-                reap_once(store, app, settings.job_lease_s)
+                reap_once(store, app, settings.job_lease_s, queue=settings.job_queue)
             except Exception as exc:
                 log.warning("reaper: %s", exc)
 

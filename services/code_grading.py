@@ -33,6 +33,7 @@ from referee.sandbox import (
     extract_code,
     run_tests,
 )
+from referee.sandbox.process_io import cut_for_json
 from referee.services.remote_sandbox import RemoteSandbox
 from referee.services.sandbox_executor import SandboxExecutor
 
@@ -79,16 +80,23 @@ def _tests(grader: dict[str, Any]) -> list[TestCase]:
     return tests
 
 
-def run_result_dict(run: RunResult) -> dict[str, Any]:
-    """The wire shape of one run (``referee.client.models.ExecutionResult``)."""
+def run_result_dict(run: RunResult, body_bytes: int | None = None) -> dict[str, Any]:
+    """The wire shape of one run (``referee.client.models.ExecutionResult``); with
+    ``body_bytes``, stdout and stderr are each cut to that many bytes of JSON (``output_cut``)."""
+    stdout, stderr, cut = run.stdout, run.stderr, False
+    if body_bytes is not None:
+        stdout, cut_out = cut_for_json(stdout, body_bytes)
+        stderr, cut_err = cut_for_json(stderr, body_bytes)
+        cut = cut_out or cut_err
     return {
         "status": run.status.value,
         "exit_code": run.exit_code,
         "signal": run.signal,
-        "stdout": run.stdout,
-        "stderr": run.stderr,
+        "stdout": stdout,
+        "stderr": stderr,
         "stdout_truncated": run.truncated,
         "stderr_truncated": run.stderr_truncated,
+        "output_cut": cut,
         "wall_time_s": round(run.wall_time_s, 6),
         "cpu_time_s": run.cpu_time_s,
         "message": run.message,

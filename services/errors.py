@@ -79,10 +79,34 @@ async def _on_http(request: Request, exc: Exception) -> JSONResponse:
         return problem_response(NotFound(f"no route {request.method} {request.url.path}"))
     if exc.status_code == 405:
         err = NotFound(f"{request.method} is not allowed on {request.url.path}", status=405)
-        return problem_response(err)
+        return problem_response(err, {"allow": _allowed(request)})
+    if exc.status_code == 400 and exc.__cause__ is not None:  # FastAPI could not read the body
+        reason = "nested too deeply" if isinstance(exc.__cause__, RecursionError) else "not JSON"
+        return problem_response(
+            InvalidRequest(f"the body could not be read as JSON ({reason}: UTF-8 JSON expected)")
+        )
     if exc.status_code == 413:
         return problem_response(PayloadTooLarge(str(exc.detail)))
     return problem_response(error_for_problem(exc.status_code, {"detail": str(exc.detail)}))
+
+
+def _allowed(request: Request) -> str:
+    """Every method some route serves at this path (routes of one path are separate)."""
+    path = request.url.path
+    methods: set[str] = set()
+    for route in request.app.router.routes:
+        for candidate in _leaves(route):
+            regex = getattr(candidate, "path_regex", None)
+            if regex is not None and regex.match(path):
+                methods |= set(getattr(candidate, "methods", None) or ())
+    return ", ".join(sorted(methods))
+
+
+def _leaves(route: Any) -> list[Any]:
+    inner = getattr(route, "original_router", None)  # an included router (FastAPI >= 0.16x)
+    if inner is None:
+        return [route]
+    return [leaf for child in inner.routes for leaf in _leaves(child)]
 
 
 async def _on_unexpected(request: Request, exc: Exception) -> JSONResponse:

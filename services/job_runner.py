@@ -32,7 +32,7 @@ from referee.services.metrics import Metrics
 from referee.services.reward_batch import PRMOptions, group_stats, score_batch
 from referee.services.sandbox_executor import SandboxExecutor
 from referee.services.settings import Settings
-from referee.verifiers import CheckPool
+from referee.verifiers import CheckPool, Lane, current_lane
 
 __all__ = ["Cancelled", "Components", "execute_job", "request_digest", "to_status"]
 
@@ -107,6 +107,9 @@ def _assemble(
 
 
 async def _run(job_id: str, store: JobStore, comps: Components, worker: str) -> str:
+    # the job's checks are a lane of their own in the pool (not the lane of the request that
+    # submitted it, whose client may hang up long before the job ends)
+    current_lane.set(Lane(f"job {job_id}"))
     raw = await asyncio.to_thread(store.request, job_id)
     if raw is None:
         return "gone"

@@ -8,7 +8,8 @@ State changes are guarded: a job leaves ``queued``/``running`` once, so a worker
 chunk after the job was cancelled cannot turn it back into ``succeeded``. Results are saved a
 chunk at a time together with the progress counter, so a job that a dead worker left half done
 resumes where it stopped. A running job holds a lease that its worker renews; a job whose lease
-lapsed is found by :meth:`JobStore.orphans` and queued again.
+lapsed is found by :meth:`JobStore.orphans` and queued again; a queued job whose message was
+lost (:mod:`~referee.services.job_recovery`) by :meth:`JobStore.queued_without_lease`.
 
 Redis keys (``ns`` defaults to ``referee:``): ``ns job:ID`` (hash), ``ns job:ID:chunks`` (hash
 index → results JSON), ``ns job:ID:lease``, ``ns jobs:active`` (set of unfinished ids).
@@ -90,6 +91,11 @@ class JobStore(Protocol):
 
     def orphans(self, older_than_s: float) -> list[str]:
         """Running jobs with no live lease, last touched more than ``older_than_s`` ago."""
+        ...
+
+    def queued_without_lease(self, older_than_s: float) -> list[str]:
+        """Queued jobs no worker holds a lease for, stored more than ``older_than_s`` ago (the
+        reaper then asks the broker whether their message still exists)."""
         ...
 
     def claim_requeue(self, job_id: str, ttl_s: float) -> bool:
@@ -207,6 +213,9 @@ class MemoryJobStore:
 
     def orphans(self, older_than_s: float) -> list[str]:
         return []  # one process: a job's runner cannot die without the store
+
+    def queued_without_lease(self, older_than_s: float) -> list[str]:
+        return []
 
     def claim_requeue(self, job_id: str, ttl_s: float) -> bool:
         return False
@@ -394,20 +403,26 @@ class RedisJobStore:
     def release_lease(self, job_id: str, worker: str) -> None:
         self._release(keys=[self._key(job_id, ":lease")], args=[worker])
 
-    def orphans(self, older_than_s: float) -> list[str]:
+    def _without_lease(self, state: str, older_than_s: float) -> list[str]:
         found = []
         now = time.time()
         for raw in self._r.smembers(self._active):
             job_id = _text(raw)
-            state, updated = self._r.hmget(self._key(job_id), ["state", "updated"])
-            if state is None:  # the record expired or was lost: nothing to resume
+            current, updated = self._r.hmget(self._key(job_id), ["state", "updated"])
+            if current is None:  # the record expired or was lost: nothing to resume
                 self._r.srem(self._active, job_id)
                 continue
-            if _text(state) != "running" or self._r.exists(self._key(job_id, ":lease")):
+            if _text(current) != state or self._r.exists(self._key(job_id, ":lease")):
                 continue
             if now - float(_text(updated or b"0")) > older_than_s:
                 found.append(job_id)
         return found
+
+    def orphans(self, older_than_s: float) -> list[str]:
+        return self._without_lease("running", older_than_s)
+
+    def queued_without_lease(self, older_than_s: float) -> list[str]:
+        return self._without_lease("queued", older_than_s)
 
     def claim_requeue(self, job_id: str, ttl_s: float) -> bool:
         key = self._key(job_id, ":requeue")

@@ -27,7 +27,14 @@ class Settings(BaseSettings):
     math_timeout_s: float = Field(5.0, gt=0, le=600, description="Deadline of one check.")
     math_memory_mb: int = Field(2048, ge=0, description="Address-space cap of a check worker.")
     max_batch_items: int = Field(10_000, ge=1, description="Most items in one /v1/rewards call.")
-    max_body_bytes: int = Field(256 * 1024 * 1024, ge=1024, description="Largest request body.")
+    max_body_bytes: int = Field(
+        256 * 1024 * 1024,
+        ge=1024,
+        description="Largest request body, counted as it arrives (chunked uploads too).",
+    )
+    max_json_depth: int = Field(
+        64, ge=8, le=512, description="Deepest nesting of arrays and objects a JSON body may have."
+    )
     api_keys: Annotated[list[str], NoDecode] = Field(
         default_factory=list, description="Accepted API keys (comma-separated); empty: no auth."
     )

@@ -18,6 +18,7 @@ from fastapi import APIRouter, Request
 from referee.client.errors import InvalidRequest
 from referee.client.models import RunCodeRequest, RunCodeResponse, RunCodeResult, RunLimits
 from referee.sandbox import RunResult, RunStatus
+from referee.sandbox.process_io import cut_for_json
 from referee.services.routes.sandbox import checked_language, run_once
 from referee.services.sandbox_executor import SandboxExecutor
 
@@ -30,7 +31,9 @@ ping_router = APIRouter(tags=["compat"])
 _LANGUAGES = {"nodejs": "javascript"}
 
 
-def to_run_code_result(run: RunResult) -> RunCodeResult:
+def to_run_code_result(run: RunResult, body_bytes: int | None = None) -> RunCodeResult:
+    """SandboxFusion's shape of one run; with ``body_bytes``, stdout and stderr are each cut
+    to that many bytes of JSON, and stderr says so (its schema has no field for it)."""
     if run.status is RunStatus.TIME_LIMIT:
         status = "TimeLimitExceeded"
     elif run.status is RunStatus.SANDBOX_ERROR:
@@ -42,14 +45,23 @@ def to_run_code_result(run: RunResult) -> RunCodeResult:
         if run.exit_code is not None
         else (-run.signal if run.signal is not None else None)
     )
-    stderr = run.stderr
+    stdout, stderr, cut = run.stdout, run.stderr, False
+    if body_bytes is not None:
+        stdout, cut_out = cut_for_json(stdout, body_bytes)
+        stderr, cut_err = cut_for_json(stderr, body_bytes)
+        cut = cut_out or cut_err
+    notes = []
     if run.status in (RunStatus.OUTPUT_LIMIT, RunStatus.MEMORY_LIMIT) and run.message:
-        stderr = f"{stderr}\n[referee] {run.message}" if stderr else f"[referee] {run.message}"
+        notes.append(f"[referee] {run.message}")
+    if cut:
+        notes.append(f"[referee] output cut to {body_bytes} bytes of JSON for the response")
+    if notes:
+        stderr = "\n".join([stderr, *notes]) if stderr else "\n".join(notes)
     return RunCodeResult(
         status=status,
         execution_time=run.wall_time_s,
         return_code=code,
-        stdout=run.stdout,
+        stdout=stdout,
         stderr=stderr,
     )
 
@@ -79,7 +91,8 @@ async def run_code(body: RunCodeRequest, request: Request) -> RunCodeResponse:
         )
     except InvalidRequest as exc:  # a remote backend's node does not know the language
         return RunCodeResponse(status="SandboxError", message=exc.detail)
-    compile_result = to_run_code_result(compiled) if compiled is not None else None
+    body_bytes = executor.settings.sandbox_output_bytes
+    compile_result = to_run_code_result(compiled, body_bytes) if compiled is not None else None
     if compiled is not None and not compiled.ok:
         top = "SandboxError" if compiled.status is RunStatus.SANDBOX_ERROR else "Failed"
         return RunCodeResponse(status=top, message=compiled.message, compile_result=compile_result)
@@ -91,7 +104,7 @@ async def run_code(body: RunCodeRequest, request: Request) -> RunCodeResponse:
         status=top,
         message=run.message,
         compile_result=compile_result,
-        run_result=to_run_code_result(run),
+        run_result=to_run_code_result(run, body_bytes),
     )
 
 

@@ -95,11 +95,13 @@ async def sandbox_run(body: SandboxRunRequest, request: Request) -> SandboxRunRe
     compiled, run = await executor.run_now(
         run_once, backend, body.code, language, body.stdin, limits, compile_limits
     )
-    shown = run_result_dict(run)
+    body_bytes = executor.settings.sandbox_output_bytes
+    shown = run_result_dict(run, body_bytes)
+    compile_shown = run_result_dict(compiled, body_bytes) if compiled is not None else None
     return SandboxRunResponse(
         **shown,
         language=language,
-        compile=ExecutionResult(**run_result_dict(compiled)) if compiled is not None else None,
+        compile=ExecutionResult(**compile_shown) if compile_shown is not None else None,
         limits=executor.applied(limits),
         elapsed_ms=(time.perf_counter() - start) * 1000,
     )

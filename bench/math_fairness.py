@@ -1,0 +1,226 @@
+"""Fairness of the check pool over HTTP: how long a one-item request waits behind a hostile batch.
+
+    .venv/bin/python -m bench.math_fairness            # 16 hostile items, probes for their life
+    .venv/bin/python -m bench.math_fairness --quick    # 4 hostile items, a deadline of 2 s
+
+A real uvicorn server is started here with the defaults an operator gets (2 check workers, a
+5 s deadline per check). One client sends a hostile batch: ``--hostile`` items (16 by default,
+about 1.7 KB of JSON) each of which holds a worker to the deadline (the issue's
+``\\boxed{(x+y+z+w)^{40}}`` against a reference it does not equal, and others of that kind).
+While the batch is scored, a second client sends one-item requests one after the other (a
+simple correct answer) and records each one's wait. Then the same is done with a hostile client
+that hangs up after a second: how long until the pool is free again (its queued checks dropped,
+its running one stopped).
+
+Figures (printed, and written to OUT/math_fairness.json and OUT/math_fairness.md; OUT defaults
+to bench/out/):
+
+* ``idle_ms``: a one-item request on an idle server (median of 5);
+* ``behind_hostile_ms``: median and max wait of the one-item requests sent while the batch ran
+  (target: max within 1 s; before lanes: 34.8 s);
+* ``hostile_batch_s``: how long the hostile batch itself took, and how many of its items timed
+  out (to show its items were slow);
+* ``freed_after_hangup_s``: after the hostile client hung up, until no check was running.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+ROOT = Path(__file__).resolve().parent.parent
+
+HOSTILE = [
+    "(x+y+z+w)^{40}",
+    "(a+b+c+d)^{40}",
+    "(x+2y+3z+4w)^{36}",
+    "(p+q+r+s+t)^{30}",
+]
+REFERENCES = ["x", "1", "(x+y)^{40}", "x^{40}+y^{40}"]  # not equal: the check expands the power
+PROBE = {"id": "p", "response": "\\boxed{4}", "grader": {"type": "math", "reference": "4"}}
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def hostile_items(n: int) -> list[dict[str, Any]]:
+    return [
+        {
+            "id": f"h{i}",
+            "response": f"\\boxed{{{HOSTILE[i % len(HOSTILE)]}}}",
+            "grader": {"type": "math", "reference": REFERENCES[(i // len(HOSTILE)) % 4]},
+        }
+        for i in range(n)
+    ]
+
+
+def start_server(workers: int, timeout_s: float) -> tuple[subprocess.Popen[bytes], str]:
+    port = _free_port()
+    env = {
+        **os.environ,
+        "REFEREE_MATH_WORKERS": str(workers),
+        "REFEREE_MATH_TIMEOUT_S": str(timeout_s),
+    }
+    cmd = [sys.executable, "-m", "uvicorn", "--factory", "referee.services.app:create_app"]
+    cmd += ["--host", "127.0.0.1", "--port", str(port), "--log-level", "warning"]
+    proc = subprocess.Popen(cmd, env=env, cwd=ROOT)
+    base = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 90
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise SystemExit(f"the server exited with {proc.returncode}")
+        try:
+            if httpx.get(base + "/readyz", timeout=2).status_code == 200:
+                return proc, base
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.2)
+    proc.kill()
+    raise SystemExit("the server did not become ready")
+
+
+def probe_ms(client: httpx.Client) -> float:
+    start = time.perf_counter()
+    r = client.post("/v1/rewards", json={"items": [PROBE]})
+    r.raise_for_status()
+    assert r.json()["rewards"][0]["score"] == 1.0, r.text
+    return (time.perf_counter() - start) * 1000
+
+
+def behind_hostile(base: str, n: int) -> dict[str, Any]:
+    """Probe one item at a time while a hostile batch of ``n`` items is scored."""
+    result: dict[str, Any] = {}
+
+    def hostile() -> None:
+        start = time.perf_counter()
+        with httpx.Client(base_url=base, timeout=900) as client:
+            r = client.post("/v1/rewards", json={"items": hostile_items(n)})
+        rewards = r.json()["rewards"]
+        result["hostile_batch_s"] = time.perf_counter() - start
+        result["hostile_timeouts"] = sum(1 for x in rewards if x["details"]["outcome"] == "timeout")
+        result["hostile_outcomes"] = sorted({x["details"]["outcome"] for x in rewards})
+
+    body = json.dumps({"items": hostile_items(n)}).encode()
+    result["hostile_body_bytes"] = len(body)
+    thread = threading.Thread(target=hostile)
+    thread.start()
+    waits = []
+    with httpx.Client(base_url=base, timeout=900) as client:
+        time.sleep(0.5)  # the batch holds every worker by now
+        while thread.is_alive():
+            waits.append(probe_ms(client))
+            time.sleep(0.25)
+    thread.join()
+    result["behind_hostile_ms"] = {
+        "n": len(waits),
+        "median": statistics.median(waits) if waits else None,
+        "max": max(waits) if waits else None,
+    }
+    return result
+
+
+def freed_after_hangup(base: str, n: int) -> float:
+    """A hostile client sends ``n`` items and hangs up after a second: seconds from the hang-up
+    until the server runs no check."""
+    body = json.dumps({"items": hostile_items(n)}).encode()
+    sock = socket.create_connection(("127.0.0.1", int(base.rsplit(":", 1)[1])))
+    head = (
+        f"POST /v1/rewards HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+        f"Content-Length: {len(body)}\r\n\r\n"
+    ).encode()
+    sock.sendall(head + body)
+    time.sleep(1.0)
+    sock.close()
+    gone = time.perf_counter()
+    with httpx.Client(base_url=base, timeout=30) as client:
+        while time.perf_counter() - gone < 120:
+            ready = client.get("/readyz").json()
+            if ready["running_checks"] == 0 and ready["pending_checks"] == 0:
+                return time.perf_counter() - gone
+            time.sleep(0.05)
+    return float("inf")
+
+
+def run(hostile: int, workers: int, timeout_s: float) -> dict[str, Any]:
+    proc, base = start_server(workers, timeout_s)
+    try:
+        with httpx.Client(base_url=base, timeout=60) as client:
+            for _ in range(3):
+                probe_ms(client)
+            idle = statistics.median(probe_ms(client) for _ in range(5))
+        out: dict[str, Any] = {
+            "workers": workers,
+            "deadline_s": timeout_s,
+            "hostile_items": hostile,
+            "idle_ms": idle,
+        }
+        out.update(behind_hostile(base, hostile))
+        out["freed_after_hangup_s"] = freed_after_hangup(base, hostile)
+        return out
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+
+
+def markdown(res: dict[str, Any]) -> str:
+    behind = {
+        k: (v if v is not None else float("nan")) for k, v in res["behind_hostile_ms"].items()
+    }
+    return "\n".join(
+        [
+            f"Check pool fairness over HTTP ({res['workers']} check workers, "
+            f"{res['deadline_s']:g} s deadline per check).",
+            "",
+            "| figure | value |",
+            "| --- | --- |",
+            f"| one-item request, idle server (median) | {res['idle_ms']:.1f} ms |",
+            f"| one-item request behind {res['hostile_items']} hostile items "
+            f"({res['hostile_body_bytes']} B), median of {behind['n']} "
+            f"| {behind['median']:.1f} ms |",
+            f"| the same, worst | {behind['max']:.1f} ms |",
+            f"| the hostile batch itself | {res['hostile_batch_s']:.1f} s, "
+            f"{res['hostile_timeouts']} of {res['hostile_items']} items timed out |",
+            f"| hostile client hung up after 1 s: pool free again after "
+            f"| {res['freed_after_hangup_s']:.2f} s |",
+            "",
+        ]
+    )
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m bench.math_fairness", description=__doc__)
+    ap.add_argument("--quick", action="store_true", help="4 hostile items, 2 s deadline")
+    ap.add_argument("--hostile", type=int, default=16, help="items in the hostile batch")
+    ap.add_argument("--workers", type=int, default=2, help="the server's check workers")
+    ap.add_argument("--deadline", type=float, default=5.0, help="seconds per check")
+    ap.add_argument("--out", type=Path, default=ROOT / "bench" / "out", help="output folder")
+    args = ap.parse_args(argv)
+    hostile, deadline = (4, 2.0) if args.quick else (args.hostile, args.deadline)
+    res = run(hostile, args.workers, deadline)
+    if not res["behind_hostile_ms"]["n"]:
+        print("the hostile batch was over before a probe could be sent: its items are not slow")
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "math_fairness.json").write_text(json.dumps(res, indent=2) + "\n")
+    text = markdown(res)
+    (args.out / "math_fairness.md").write_text(text)
+    print(text)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,384 @@
+"""Reliability figures, from real parts on this machine's loopback only.
+
+    .venv/bin/python -m bench.reliability            # every section (about 10 minutes)
+    .venv/bin/python -m bench.reliability --quick    # small (a few minutes)
+    .venv/bin/python -m bench.reliability --only upload,readyz
+
+Sections (each starts its own uvicorn server on a free port; ``kills`` also a redis-server of
+its own and ``referee worker`` processes):
+
+* ``schemathesis``: schemathesis (the pinned dev dependency) over every operation of the OpenAPI
+  document, more examples than the test suite's run, a random seed. Figures: server errors
+  (ST101) and answers that disagree with the document (every other failure code), with the
+  checks the test suite leaves out for the reasons given in
+  tests/integration/api/test_openapi_schemathesis.py. Target: 0 and 0.
+* ``upload``: an unauthenticated chunked upload of 600 MB to a server with API keys. Figure:
+  the uvicorn process's peak RSS during the upload minus its RSS before. Target: < 50 MB.
+* ``readyz``: four concurrent 10,000-item /v1/rewards batches; /readyz polled throughout.
+  Figures: its latency (median, max) while checks were pending. Target: well under a second.
+* ``kills``: jobs on two workers; a worker is killed (SIGKILL) every few seconds at whatever
+  point its job is (taking a message, leased, running) and a new one started. Figure: jobs not
+  finished one lease time after the work left would need (target: 0), and how long after the
+  last kill every job had finished.
+
+The one-item-behind-a-hostile-batch figure is ``python -m bench.math_fairness``.
+Writes OUT/reliability.json and OUT/reliability.md (OUT defaults to bench/out/).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import re
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+ROOT = Path(__file__).resolve().parent.parent
+MIB = 1024 * 1024
+EXCLUDED = "positive_data_acceptance,negative_data_rejection,use_after_free,"
+EXCLUDED += "ensure_resource_availability,ignored_auth"
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+class Server:
+    def __init__(self, env: dict[str, str], log: Path) -> None:
+        self.port = _free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        cmd = [sys.executable, "-m", "uvicorn", "--factory", "referee.services.app:create_app"]
+        cmd += ["--host", "127.0.0.1", "--port", str(self.port), "--log-level", "warning"]
+        with open(log, "wb") as out:
+            self.proc = subprocess.Popen(
+                cmd, env={**os.environ, **env}, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT
+            )
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise SystemExit(f"the server exited: {log.read_text()[-2000:]}")
+            try:
+                if httpx.get(self.url + "/readyz", timeout=2).status_code == 200:
+                    return
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.2)
+        raise SystemExit("the server did not become ready")
+
+    def close(self) -> None:
+        self.proc.terminate()
+        try:
+            self.proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+
+
+def _rss_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
+
+
+# -- sections ---------------------------------------------------------------------------------
+def bench_schemathesis(tmp: Path, examples: int) -> dict[str, Any]:
+    env = {
+        "REFEREE_JUDGE_BACKEND": "transformers",
+        "REFEREE_JUDGE_MODEL": "tiny-random",
+        "REFEREE_POLICY_BACKEND": "transformers",
+        "REFEREE_POLICY_MODEL": "tiny-random",
+        "REFEREE_TORCH_THREADS": "1",
+        "REFEREE_MAX_BATCH_ITEMS": "64",
+    }
+    server = Server(env, tmp / "schemathesis-server.log")
+    try:
+        httpx.post(server.url + "/v1/curriculum/problems", json={"n": 1}, timeout=300)
+        cmd = [sys.executable, "-m", "schemathesis.cli", "run", f"{server.url}/openapi.json"]
+        cmd += ["--max-examples", str(examples), "--workers", "1", "--request-timeout", "120"]
+        cmd += ["--exclude-checks", EXCLUDED, "--no-color"]
+        run = subprocess.run(cmd, capture_output=True, text=True, cwd=tmp)
+        out = run.stdout + run.stderr
+    finally:
+        server.close()
+    (tmp / "schemathesis.txt").write_text(out)
+    failures = {code: int(n) for code, n in re.findall(r"(ST\d+) [^:\n]+: (\d+)", out)}
+    generated = re.search(r"(\d+) generated", out)
+    tested = re.search(r"Tested: (\d+)", out)
+    return {
+        "operations": int(tested.group(1)) if tested else None,
+        "test_cases": int(generated.group(1)) if generated else None,
+        "server_errors": failures.get("ST101", 0),
+        "mismatches": sum(n for code, n in failures.items() if code != "ST101"),
+        "failure_codes": failures,
+        "exit_code": run.returncode,
+    }
+
+
+def _chunks(total: int) -> Iterator[bytes]:
+    block = b"x" * MIB
+    for _ in range(total // MIB):
+        yield block
+
+
+def bench_upload(tmp: Path, megabytes: int) -> dict[str, Any]:
+    server = Server({"REFEREE_API_KEYS": "k1", "REFEREE_MATH_WORKERS": "1"}, tmp / "upload.log")
+    try:
+        pid = server.proc.pid
+        before = _rss_mb(pid)
+        peak = [before]
+        done = threading.Event()
+
+        def sample() -> None:
+            while not done.is_set():
+                peak[0] = max(peak[0], _rss_mb(pid))
+                time.sleep(0.005)
+
+        sampler = threading.Thread(target=sample)
+        sampler.start()
+        start = time.perf_counter()
+        try:
+            r = httpx.post(
+                server.url + "/v1/rewards",
+                content=_chunks(megabytes * MIB),
+                headers={"content-type": "application/json"},
+                timeout=600,
+            )
+            status: int | str = r.status_code
+        except httpx.HTTPError as exc:
+            status = f"{type(exc).__name__}"
+        finally:
+            done.set()
+            sampler.join()
+        return {
+            "upload_mb": megabytes,
+            "status": status,
+            "rss_before_mb": round(before, 1),
+            "rss_peak_mb": round(peak[0], 1),
+            "rss_growth_mb": round(peak[0] - before, 1),
+            "answered_after_s": round(time.perf_counter() - start, 3),
+        }
+    finally:
+        server.close()
+
+
+def bench_readyz(tmp: Path, batches: int, items: int) -> dict[str, Any]:
+    server = Server({"REFEREE_MATH_WORKERS": "2"}, tmp / "readyz.log")
+    body = {
+        "items": [
+            {
+                "id": str(i),
+                "response": f"\\boxed{{{i % 50}}}",
+                "grader": {"type": "math", "reference": "7"},
+            }
+            for i in range(items)
+        ]
+    }
+    try:
+
+        def batch() -> None:
+            httpx.post(server.url + "/v1/rewards", json=body, timeout=1800)
+
+        threads = [threading.Thread(target=batch) for _ in range(batches)]
+        for t in threads:
+            t.start()
+        latencies, statuses = [], []
+        with httpx.Client(base_url=server.url, timeout=60) as client:
+            while any(t.is_alive() for t in threads):
+                start = time.perf_counter()
+                r = client.get("/readyz")
+                took = (time.perf_counter() - start) * 1000
+                if r.json().get("pending_checks", 0) > 0:
+                    latencies.append(took)
+                    statuses.append(r.status_code)
+                time.sleep(0.1)
+        for t in threads:
+            t.join()
+        return {
+            "batches": batches,
+            "items_each": items,
+            "samples": len(latencies),
+            "median_ms": round(statistics.median(latencies), 1) if latencies else None,
+            "max_ms": round(max(latencies), 1) if latencies else None,
+            "not_ready_answers": sum(1 for s in statuses if s != 200),
+        }
+    finally:
+        server.close()
+
+
+def _redis(tmp: Path) -> tuple[subprocess.Popen[bytes], int]:
+    port = _free_port()
+    proc = subprocess.Popen(
+        [
+            *("redis-server", "--port", str(port), "--bind", "127.0.0.1", "--dir", str(tmp)),
+            *("--save", "", "--appendonly", "no"),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    for _ in range(200):
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.2):
+                return proc, port
+        except OSError:
+            time.sleep(0.05)
+    raise SystemExit("redis-server did not start")
+
+
+def bench_kills(tmp: Path, jobs: int, kills: int, lease_s: float) -> dict[str, Any]:
+    redis_proc, port = _redis(tmp)
+    env = {
+        "REFEREE_BROKER_URL": f"redis://127.0.0.1:{port}/0",
+        "REFEREE_JOB_LEASE_S": str(lease_s),
+        "REFEREE_MATH_WORKERS": "1",
+        "REFEREE_SANDBOX_SLOTS": "1",
+    }
+    api = Server(env, tmp / "kills-api.log")
+    workers: list[subprocess.Popen[bytes]] = []
+
+    def start_worker() -> None:
+        cmd = [sys.executable, "-m", "referee.services.cli", "worker", "--concurrency", "1"]
+        cmd += ["--loglevel", "warning", "--hostname", f"w{len(workers)}@%h"]
+        log = open(tmp / f"kills-worker-{len(workers)}.log", "wb")
+        workers.append(
+            subprocess.Popen(
+                cmd,
+                env={**os.environ, **env},
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+        )
+
+    try:
+        for _ in range(2):
+            start_worker()
+        items = [
+            {
+                "id": str(i),
+                "response": f"\\boxed{{{i}}}",
+                "grader": {"type": "math", "reference": "3"},
+            }
+            for i in range(200)
+        ]
+        with httpx.Client(base_url=api.url, timeout=60) as client:
+            ids = [
+                client.post("/v1/jobs", json={"items": items, "chunk_size": 10}).json()["id"]
+                for _ in range(jobs)
+            ]
+            rng = random.Random(0)
+            for _ in range(kills):
+                time.sleep(rng.uniform(0.5, 4.0))
+                live = [w for w in workers if w.poll() is None]
+                victim = rng.choice(live)
+                os.killpg(victim.pid, signal.SIGKILL)
+                victim.wait()
+                start_worker()
+            last_kill = time.monotonic()
+            deadline = last_kill + lease_s + 600
+            states: dict[str, str] = {}
+            while time.monotonic() < deadline:
+                states = {j: client.get(f"/v1/jobs/{j}").json()["state"] for j in ids}
+                if all(s in ("succeeded", "failed", "cancelled") for s in states.values()):
+                    break
+                time.sleep(0.5)
+            finished_after = time.monotonic() - last_kill
+            ok = sum(1 for s in states.values() if s == "succeeded")
+        return {
+            "jobs": jobs,
+            "kills": kills,
+            "lease_s": lease_s,
+            "succeeded": ok,
+            "unfinished": sum(1 for s in states.values() if s in ("queued", "running")),
+            "failed": sum(1 for s in states.values() if s == "failed"),
+            "all_finished_after_last_kill_s": round(finished_after, 1),
+        }
+    finally:
+        for w in workers:
+            if w.poll() is None:
+                os.killpg(w.pid, signal.SIGKILL)
+                w.wait()
+        api.close()
+        redis_proc.terminate()
+        redis_proc.wait(timeout=30)
+
+
+def markdown(res: dict[str, Any]) -> str:
+    lines = [
+        "Reliability figures (loopback, this machine).",
+        "",
+        "| figure | value |",
+        "| --- | --- |",
+    ]
+    if "schemathesis" in res:
+        s = res["schemathesis"]
+        lines.append(
+            f"| schemathesis, {s['operations']} operations, {s['test_cases']} cases: server "
+            f"errors / mismatches | {s['server_errors']} / {s['mismatches']} |"
+        )
+    if "upload" in res:
+        u = res["upload"]
+        lines.append(
+            f"| unauthenticated {u['upload_mb']} MB chunked upload: answer, server RSS growth "
+            f"| {u['status']}, +{u['rss_growth_mb']} MB |"
+        )
+    if "readyz" in res:
+        r = res["readyz"]
+        lines.append(
+            f"| /readyz under {r['batches']} x {r['items_each']}-item batches ({r['samples']} "
+            f"polls): median / max | {r['median_ms']} ms / {r['max_ms']} ms |"
+        )
+    if "kills" in res:
+        k = res["kills"]
+        lines.append(
+            f"| {k['kills']} worker kills over {k['jobs']} jobs (lease {k['lease_s']:g} s): "
+            f"unfinished, all done after the last kill | {k['unfinished']}, "
+            f"{k['all_finished_after_last_kill_s']} s |"
+        )
+    return "\n".join([*lines, ""])
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m bench.reliability", description=__doc__)
+    ap.add_argument("--quick", action="store_true", help="small sizes (a few minutes)")
+    ap.add_argument("--only", default="schemathesis,upload,readyz,kills", help="sections")
+    ap.add_argument("--out", type=Path, default=ROOT / "bench" / "out", help="output folder")
+    args = ap.parse_args(argv)
+    sections = {s.strip() for s in args.only.split(",") if s.strip()}
+    res: dict[str, Any] = {}
+    with tempfile.TemporaryDirectory(prefix="referee-reliability-") as tmp_name:
+        tmp = Path(tmp_name)
+        if "upload" in sections:
+            res["upload"] = bench_upload(tmp, 100 if args.quick else 600)
+        if "readyz" in sections:
+            res["readyz"] = bench_readyz(tmp, 4, 1000 if args.quick else 10_000)
+        if "kills" in sections:
+            res["kills"] = bench_kills(tmp, 4 if args.quick else 20, 3 if args.quick else 12, 5.0)
+        if "schemathesis" in sections:
+            res["schemathesis"] = bench_schemathesis(tmp, 5 if args.quick else 30)
+            args.out.mkdir(parents=True, exist_ok=True)
+            (args.out / "schemathesis.txt").write_text((tmp / "schemathesis.txt").read_text())
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "reliability.json").write_text(json.dumps(res, indent=2) + "\n")
+    text = markdown(res)
+    (args.out / "reliability.md").write_text(text)
+    print(text)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,75 @@
+"""The worker process of the check pool, and what a check can come back as besides its value.
+
+A worker runs under an address-space cap (RLIMIT_AS, so a memory bomb fails one check with an
+error), without core dumps, and answers each task of a chunk as it finishes it. It is owned by
+one manager thread of :class:`~referee.verifiers.check_pool.CheckPool`, which kills it when a
+check overruns its deadline.
+"""
+
+from __future__ import annotations
+
+import resource
+from dataclasses import dataclass
+from multiprocessing.connection import Connection
+from typing import Any
+
+__all__ = ["TimedOut", "Worker", "WorkerFailed"]
+
+
+@dataclass(frozen=True, slots=True)
+class TimedOut:
+    """The check overran its deadline; its worker was killed and replaced."""
+
+    timeout_s: float
+
+
+@dataclass(frozen=True, slots=True)
+class WorkerFailed:
+    """The check failed inside its worker (memory cap, crash, unexpected exception), or was
+    dropped with its lane."""
+
+    reason: str
+
+
+def _worker_main(conn: Connection, memory_mb: int) -> None:
+    if memory_mb > 0:
+        limit = memory_mb * 1024 * 1024
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    while True:
+        try:
+            batch = conn.recv()
+        except (EOFError, OSError):
+            return
+        if batch is None:
+            return
+        for index, fn, args in batch:
+            try:
+                reply: tuple[Any, ...] = (index, "ok", fn(*args))
+            except MemoryError:
+                reply = (index, "error", f"memory limit of {memory_mb} MB exceeded")
+            except RecursionError:
+                reply = (index, "error", "recursion limit exceeded")
+            except Exception as exc:  # a bug in a check must not kill the worker
+                reply = (index, "error", f"{type(exc).__name__}: {exc}"[:500])
+            try:
+                conn.send(reply)
+            except MemoryError:
+                conn.send((index, "error", "result too large"))
+
+
+class Worker:
+    def __init__(self, ctx: Any, memory_mb: int) -> None:
+        parent, child = ctx.Pipe()
+        self.conn: Connection = parent
+        self.proc = ctx.Process(target=_worker_main, args=(child, memory_mb), daemon=True)
+        self.proc.start()
+        child.close()
+
+    def kill(self) -> None:
+        try:
+            self.proc.kill()
+        except (OSError, ValueError):
+            pass
+        self.proc.join(timeout=5)
+        self.conn.close()
