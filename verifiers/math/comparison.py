@@ -13,6 +13,7 @@ from fractions import Fraction
 from typing import Any
 
 import sympy
+from sympy.core.function import AppliedUndef
 
 from referee.verifiers.math.config import MathConfig
 from referee.verifiers.math.parsing import to_real_set
@@ -196,7 +197,33 @@ def _scalar_equal(r: Scalar, p: Scalar, config: MathConfig) -> str | None:
     return None
 
 
+def _within_tolerance(r: Scalar, p: Scalar, config: MathConfig) -> bool:
+    """|r - p| <= abs_tol (numbers only; off when abs_tol is 0)."""
+    if config.abs_tol <= 0:
+        return False
+    if r.exact is not None and p.exact is not None:
+        return abs(r.exact - p.exact) <= Fraction(config.abs_tol)
+    rs, ps = r.sym(), p.sym()
+    if rs.free_symbols or ps.free_symbols:
+        return False
+    rn, pn = _numeric(rs), _numeric(ps)
+    if rn is None or pn is None:
+        return False
+    try:
+        diff = abs(sympy.N(rn - pn, _PRECISION))
+        return bool(diff.is_finite and diff <= config.abs_tol)
+    except (TypeError, ValueError, ArithmeticError):
+        return False
+
+
 def _scalar_pair(r: Scalar, p: Scalar, config: MathConfig) -> str | None:
+    method = _scalar_pair_exact(r, p, config)
+    if method is None and _within_tolerance(r, p, config):
+        return "abs_tol"
+    return method
+
+
+def _scalar_pair_exact(r: Scalar, p: Scalar, config: MathConfig) -> str | None:
     if r.exact is not None and p.exact is not None:
         if r.exact == p.exact:
             return "exact"
@@ -236,9 +263,29 @@ def _ratio_constant(a: Any, b: Any) -> bool:
     return ratios[0] != 0 and all(_close(x, ratios[0], 1e-20) for x in ratios)
 
 
+def _same_function(a: Any, b: Any) -> dict[Any, Any] | None:
+    """``f(n)`` and ``f(x)``: the same function of dummy arguments; the renaming b -> a."""
+    if not (isinstance(a, AppliedUndef) and isinstance(b, AppliedUndef)):
+        return None
+    if a.func != b.func or len(a.args) != len(b.args):
+        return None
+    if not all(isinstance(x, sympy.Symbol) for x in (*a.args, *b.args)):
+        return None
+    return dict(zip(b.args, a.args, strict=True))
+
+
+def _renamed(v: Value, names: dict[Any, Any]) -> Value:
+    if isinstance(v, Scalar) and v.expr is not None:
+        return Scalar(expr=v.expr.xreplace(names))
+    return v
+
+
 def _equation_equal(r: Equation, p: Equation, config: MathConfig) -> str | None:
     if r.simple_lhs and p.simple_lhs and r.lhs == p.lhs:
         return equal(r.rhs, p.rhs, config)
+    names = _same_function(r.lhs, p.lhs)
+    if names is not None:
+        return equal(r.rhs, _renamed(p.rhs, names), config)
     if not isinstance(r.rhs, Scalar) or not isinstance(p.rhs, Scalar):
         return None
     rd, pd = r.lhs - r.rhs.sym(), p.lhs - p.rhs.sym()
@@ -252,17 +299,21 @@ def _equation_equal(r: Equation, p: Equation, config: MathConfig) -> str | None:
 
 
 def _unordered_equal(r: tuple[Value, ...], p: tuple[Value, ...], config: MathConfig) -> bool:
-    if len(r) != len(p):
-        return False
-    left = list(p)
+    """The same items in any order, each item of one found in the other (a repeated item, as
+    in a set, counts once)."""
+    if not r or not p:
+        return len(r) == len(p)
+    matched = [False] * len(p)
     for item in r:
-        for j, cand in enumerate(left):
+        hit = False
+        for j, cand in enumerate(p):
             if equal(item, cand, config):
-                del left[j]
-                break
-        else:
+                matched[j] = hit = True
+                if len(r) == len(p):
+                    break
+        if not hit:
             return False
-    return True
+    return all(matched)
 
 
 def _seq_equal(r: Seq, p: Seq, config: MathConfig) -> str | None:
@@ -327,10 +378,13 @@ def _sym_equal(a: Any, b: Any, config: MathConfig) -> str | None:
 
 
 def _text_of(v: Value) -> str | None:
+    """A value as a word: ``\\text{E}`` and ``E`` (read as Euler's number) are the same letter."""
     if isinstance(v, Text):
         return v.text
     if isinstance(v, Scalar) and isinstance(v.expr, sympy.Symbol):
         return str(v.expr).casefold()
+    if isinstance(v, Scalar) and v.expr is not None and v.expr in (sympy.E, sympy.I):
+        return "e" if v.expr == sympy.E else "i"
     return None
 
 

@@ -62,6 +62,18 @@ def _log10_abs(expr: Any) -> float:
     return 1.0
 
 
+def _exponent_value(exp: Any) -> float | None:
+    """The value of a numeric exponent that has passed the guards (at most about 10^8 in
+    size), or None when it has no plain numeric value."""
+    if isinstance(exp, sympy.Integer | sympy.Rational | sympy.Float):
+        return float(exp)
+    try:
+        value = complex(sympy.N(exp, 15))
+    except (TypeError, ValueError, ArithmeticError, RecursionError, AttributeError):
+        return None
+    return abs(value) if math.isfinite(abs(value)) else None
+
+
 def check_expression(expr: Any, config: MathConfig) -> None:
     """Walk an unevaluated sympy tree and refuse anything whose value would be enormous."""
     limit = config.max_magnitude_log10
@@ -85,7 +97,11 @@ def check_expression(expr: Any, config: MathConfig) -> None:
                 return float(lb)
             if lx > 8:
                 raise Rejected("power tower too large to evaluate")
-            est = (10.0**lx) * max(lb, 0.30103)
+            value = _exponent_value(exp)
+            if value is not None:  # 10^{(\sqrt{13}-5)/6}, 6^{-1}: the exponent is small
+                est = abs(value) * max(lb, 0.30103)
+            else:
+                est = (10.0**lx) * max(lb, 0.30103)
             if est > limit:
                 raise Rejected(f"power of about 10^{est:.3g} (limit 10^{limit:g})")
             return float(est)

@@ -21,6 +21,7 @@ from referee.verifiers.math.fast_latex import parse_simple_latex
 from referee.verifiers.math.fast_numbers import TooLarge, parse_fast_number
 from referee.verifiers.math.guards import Rejected, check_expression, check_text
 from referee.verifiers.math.normalization import normalize
+from referee.verifiers.math.prose import prose_words
 from referee.verifiers.math.values import (
     Equation,
     IntervalSet,
@@ -56,14 +57,20 @@ _REL_KIND = {
     r"\neq": "ne",
 }
 _GREEK = r"\\(?:alpha|beta|gamma|delta|theta|phi|varphi|lambda|mu|sigma|omega|psi|rho|tau)"
-_VAR = re.compile(rf"^(?:[a-zA-Z]|{_GREEK})(?:_\{{?[a-zA-Z0-9]+\}}?)?$")
+_VAR = re.compile(rf"^(?:[a-zA-Z]|{_GREEK})(?:_\{{?[a-zA-Z0-9]+\}}?)?(?:\s*\(\s*[a-zA-Z]\s*\))?$")
 _FUNC_LHS = re.compile(r"^[a-zA-Z](?:_\{?[a-zA-Z0-9]+\}?)?\s*\([a-zA-Z, ]*\)$")
 _VAR_TUPLE = re.compile(r"^\(\s*[a-zA-Z](?:\s*,\s*[a-zA-Z])+\s*\)$")
 _IN_PREFIX = re.compile(r"^([a-zA-Z](?:_\{?[a-zA-Z0-9]+\}?)?)\s*\\in\s*(.+)$")
 _MATRIX = re.compile(r"\\begin\{[pbvBV]?matrix\}|\\begin\{array\}")
 _EMPTY = re.compile(r"^(?:\\emptyset|\\varnothing|\\\{\s*\\\}|\{\s*\})$")
 _PLAIN_NUMBER = re.compile(r"^[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:/\d+)?$")
-_SEPARATORS = (",", " and ", ";")
+_SEPARATORS = (",", " and ")
+_ATOM = rf"(?:[A-Za-z]|{_GREEK})(?:_\s*(?:\{{[A-Za-z0-9,]+\}}|[A-Za-z0-9]))?'*"
+_NAME_PART = re.compile(
+    rf"^(?:\\angle\s*|m\s*\\angle\s*|\\overline\s*)?(?:{_ATOM}|\{{(?:{_ATOM})+\}})+"
+    rf"(?:\s*\((?:\s*[A-Za-z0-9]+\s*,?)+\))?$"
+)
+_NAME_FRAC = re.compile(r"^\\frac\s*\{([^{}]*)\}\s*\{([^{}]*)\}$")
 
 
 class Unparseable(ValueError):
@@ -259,6 +266,90 @@ def _items(inner: str, config: MathConfig) -> tuple[Value, ...]:
     return (_parse(inner.strip(), config),) if inner.strip() else ()
 
 
+def _is_name(lhs: str) -> bool:
+    r"""The left side names a quantity rather than stating a condition: ``x``, ``f(x)``,
+    ``f(2)``, ``AB``, ``|AB|``, ``a_{37}``, ``V_{1}:V_{2}``, ``\frac{NO}{BO}``, ``(p, q)``,
+    ``\angle ABC``; not ``2x``, ``x^2 + y``, ``a + 3z``."""
+    s = lhs.strip()
+    if s.startswith("|") and s.endswith("|"):
+        s = s[1:-1].strip()
+    if _VAR_TUPLE.match(s):
+        return True
+    frac = _NAME_FRAC.match(s)
+    if frac:
+        return all(_NAME_PART.match(p.strip()) for p in frac.groups())
+    parts = re.split(r":|/", s)
+    return all(_NAME_PART.match(p.strip()) for p in parts)
+
+
+def _list(parts: list[str], config: MathConfig) -> Seq:
+    items: list[Value] = []
+    for p in parts:
+        value = _parse(p, config)
+        if isinstance(value, Seq) and value.kind == "list":
+            items.extend(value.items)  # "21, 16 or 11": one flat list
+        else:
+            items.append(value)
+    return Seq(tuple(items), "list")
+
+
+def _groups(parts: list[str], config: MathConfig) -> Seq:
+    """``p=5,q=2; p=7,q=2``: groups separated by semicolons; a group of several is a tuple."""
+    items: list[Value] = []
+    for p in parts:
+        value = _parse(p, config)
+        if isinstance(value, Seq) and value.kind == "list":
+            value = Seq(value.items, "tuple", "(", ")")
+        items.append(value)
+    return Seq(tuple(items), "list")
+
+
+def _equation(eq_parts: list[str], config: MathConfig) -> Value:
+    """``lhs = ... = rhs``. The value is the last side when the left side is a name, when the
+    equation is a chain of three or more sides (``x = 5+5+1 = 11``, intermediate steps), or
+    when both sides are constants (``\\sqrt{4} = 2``, a computation)."""
+    lhs_s, rhs_s = eq_parts[0].strip(), eq_parts[-1].strip()
+    rhs = _parse(rhs_s, config)
+    if _VAR_TUPLE.match(lhs_s):
+        lhs: Any = sympy.Tuple(*sympy.symbols(lhs_s.strip("()").replace(" ", "")))
+        return Equation(lhs, rhs, True)
+    if _VAR.match(lhs_s) or _FUNC_LHS.match(lhs_s):
+        return Equation(_latex_to_sympy(lhs_s, config), rhs, True)
+    if _is_name(lhs_s):
+        return Equation(sympy.Symbol(" ".join(lhs_s.split())), rhs, True)
+    if len(eq_parts) > 2 or not lhs_s:
+        return Equation(sympy.Symbol(" ".join(lhs_s.split()) or "_"), rhs, True)
+    lhs = _latex_to_sympy(lhs_s, config)
+    constant = not getattr(lhs, "free_symbols", True) and (
+        not isinstance(rhs, Scalar) or not rhs.sym().free_symbols
+    )
+    return Equation(lhs, rhs, constant)
+
+
+def _ratio(s: str, config: MathConfig) -> Value | None:
+    """``7:32`` is the number 7/32; ``12:00`` (a zero second part) is read as its parts."""
+    parts = _split_top(s, ":")
+    if len(parts) != 2 or not parts[0].strip() or not parts[1].strip():
+        return None
+    a, b = (_parse(p.strip(), config) for p in parts)
+    if not isinstance(a, Scalar) or not isinstance(b, Scalar):
+        return None
+    if b.exact == 0 or (b.exact is None and b.sym() == 0):
+        return Seq((a, b), "tuple", ":", ":")
+    if a.exact is not None and b.exact is not None:
+        return Scalar(exact=a.exact / b.exact)
+    return Scalar(expr=a.sym() / b.sym())
+
+
+def _plus_minus(s: str, config: MathConfig) -> Value | None:
+    r"""``\frac{-1 \pm \sqrt{13}}{4}``: a ``\pm`` inside a group means both signs."""
+    if "\\pm" not in s and "\\mp" not in s:
+        return None
+    plus = s.replace("\\pm", "+").replace("\\mp", "-")
+    minus = s.replace("\\pm", "-").replace("\\mp", "+")
+    return Seq((_parse(plus, config), _parse(minus, config)), "set")
+
+
 def _parse(s: str, config: MathConfig) -> Value:
     s = s.strip()
     if not s:
@@ -267,15 +358,20 @@ def _parse(s: str, config: MathConfig) -> Value:
         return _scalar(s, config)
     if _EMPTY.match(s):
         return Seq((), "set")
+    if s[0] == "{" and s[-1] == "}" and _closing_index(s, 0) == len(s) - 1:
+        return _parse(s[1:-1], config)  # plain braces group: {1,3} is the list 1, 3
     m = _IN_PREFIX.match(s)
     if m:
         inner = _parse(m.group(2), config)
         as_set = to_real_set(inner)
         return IntervalSet(as_set) if as_set is not None else inner
+    groups = _split_top(s, ";")
+    if len(groups) > 1 and all(p.strip() for p in groups):
+        return _groups(groups, config)
     for sep in _SEPARATORS:
         parts = _split_top(s, sep)
         if len(parts) > 1 and all(p.strip() for p in parts):
-            return Seq(tuple(_parse(p, config) for p in parts), "list")
+            return _list(parts, config)
     for union in (r"\cup", r"\bigcup", " U ", " or "):
         parts = _split_top(s, union)
         if len(parts) > 1:
@@ -283,7 +379,7 @@ def _parse(s: str, config: MathConfig) -> Value:
             sets = [to_real_set(v) for v in values]
             if any(x is None for x in sets):
                 if union == " or ":  # "x = -2 or x = 3": a list of solutions
-                    return Seq(tuple(values), "list")
+                    return _list(parts, config)
                 raise Unparseable("a union of things that are not sets")
             return IntervalSet(sympy.Union(*sets))
     rel = _relation(s, config)
@@ -291,14 +387,7 @@ def _parse(s: str, config: MathConfig) -> Value:
         return rel
     eq_parts = _split_top(s, "=")
     if len(eq_parts) > 1:
-        lhs_s, rhs_s = eq_parts[0].strip(), eq_parts[-1].strip()
-        rhs = _parse(rhs_s, config)
-        simple = bool(_VAR.match(lhs_s) or _FUNC_LHS.match(lhs_s) or _VAR_TUPLE.match(lhs_s))
-        if _VAR_TUPLE.match(lhs_s):
-            lhs: Any = sympy.Tuple(*sympy.symbols(lhs_s.strip("()").replace(" ", "")))
-        else:
-            lhs = _latex_to_sympy(lhs_s, config) if lhs_s else sympy.Symbol("_")
-        return Equation(lhs, rhs, simple)
+        return _equation(eq_parts, config)
     pm = _split_top(s, r"\pm")
     if len(pm) == 2:
         a = pm[0].strip()
@@ -310,13 +399,20 @@ def _parse(s: str, config: MathConfig) -> Value:
         return Seq(_items(s[2:-2], config), "set")
     if s[0] in "([" and s[-1] in ")]" and _closing_index(s, 0) == len(s) - 1:
         body = s[1:-1]
-        if len(_split_top(body, ",")) > 1:
-            return Seq(
-                tuple(_parse(p, config) for p in _split_top(body, ",")), "tuple", s[0], s[-1]
-            )
+        for sep in (",", ";"):  # (0;-2;6): a semicolon separates coordinates too
+            parts = _split_top(body, sep)
+            if len(parts) > 1:
+                return Seq(tuple(_parse(p, config) for p in parts), "tuple", s[0], s[-1])
         return _parse(body, config)
+    if ":" in s:
+        ratio = _ratio(s, config)
+        if ratio is not None:
+            return ratio
     if _MATRIX.search(s):
         return _from_sympy(_latex_to_sympy(s, config))
+    pm_inside = _plus_minus(s, config)
+    if pm_inside is not None:
+        return pm_inside
     return _scalar(s, config)
 
 
@@ -343,6 +439,9 @@ def parse_answer(answer: str, config: MathConfig | None = None) -> Value:
     if norm.is_text:
         return Text(norm.text.casefold())
     check_text(norm.text, cfg)
+    words = prose_words(norm.text)
+    if words:
+        raise Unparseable(f"prose, not math (words: {', '.join(words[:4])})")
     value = _parse(norm.text, cfg)
     if isinstance(value, Scalar) and (norm.percent or norm.degrees):
         value = Scalar(
