@@ -5,7 +5,8 @@ The cue is the last one in the text. What follows it is read as:
 
 1. a math segment opening right there (``$...$``, ``$$...$$``, ``\(...\)``, ``\[...\]``): its
    content. A segment that opens but does not close properly (an inline ``$`` running past its
-   line) gives no answer at all, rather than a guess from elsewhere in the text;
+   line) gives no answer at all, rather than a guess from elsewhere in the text (``$376.``, a
+   dollar sign before a number, is not an opening);
 2. otherwise the rest of the line up to the end of the sentence (the next line when the cue
    ends its line and that line is short). When that sentence is prose, the words are dropped:
    the part after its last ``is``/``are``/``was``/``equals``/``=``; or else its one number or one
@@ -100,7 +101,7 @@ def cue_answer(text: str) -> Cue | None:
         return None
     rest = rest.lstrip("*_ ").lstrip(_QUOTES).replace('\\"', "", 1).lstrip()
     seg = segment_at(rest, 0)
-    if seg is False:
+    if seg is False and not re.match(r"\$\d", rest):  # "$376." is a dollar sign, not math
         return Cue(None, last.start())
     if seg:
         assert not isinstance(seg, bool)

@@ -14,12 +14,23 @@ import sympy
 
 from referee.verifiers.math.config import MathConfig
 
-__all__ = ["Rejected", "check_expression", "check_text"]
+__all__ = [
+    "MAX_DEGREE",
+    "Rejected",
+    "check_expression",
+    "check_text",
+    "expansion_terms",
+    "polynomial_degree",
+]
 
 _OPEN = "{[("
 _CLOSE = "}])"
 _MAX_NODES = 3_000
 _MAX_SYMBOLIC_EXPONENT = 200
+MAX_DEGREE = 2_000
+"""An expression with variables of higher total degree (``((x+1)^{200}+1)^{200}``) is refused:
+even evaluating it at one point makes numbers of hundreds of thousands of digits."""
+_HUGE = float("inf")
 
 
 class Rejected(ValueError):
@@ -72,6 +83,62 @@ def _exponent_value(exp: Any) -> float | None:
     except (TypeError, ValueError, ArithmeticError, RecursionError, AttributeError):
         return None
     return abs(value) if math.isfinite(abs(value)) else None
+
+
+def _log_comb(n: int, k: int) -> float:
+    return math.lgamma(n + 1) - math.lgamma(k + 1) - math.lgamma(n - k + 1)
+
+
+def expansion_terms(expr: Any) -> float:
+    """An upper bound of the number of terms ``expand(expr)`` makes, from the tree alone (a
+    power of a sum of t terms to the n-th has at most C(n+t-1, t-1)); inf when astronomical.
+    The largest subtree counts too: ``sin((x+y)^{40})`` expands inside the sine."""
+    worst = 1.0
+
+    def terms(e: Any) -> float:
+        nonlocal worst
+        if not e.args or not e.free_symbols:
+            return 1.0
+        if isinstance(e, sympy.Add):
+            t = sum(terms(a) for a in e.args)
+        elif isinstance(e, sympy.Mul):
+            t = math.prod(terms(a) for a in e.args)
+        elif isinstance(e, sympy.Pow):
+            base_terms = terms(e.args[0])
+            exp = e.args[1]
+            t = base_terms
+            if exp.is_Integer and base_terms > 1:
+                n = abs(int(exp))
+                k = int(min(base_terms, 1e6))
+                t = _HUGE if n > 10_000 else math.exp(min(_log_comb(n + k - 1, k - 1), 700.0))
+        else:
+            t = 1.0
+            for a in e.args:
+                terms(a)
+        worst = max(worst, t)
+        return t
+
+    terms(expr)
+    return worst
+
+
+def polynomial_degree(expr: Any) -> float:
+    """An upper bound of the total degree in the variables (0 for constants)."""
+    if not expr.free_symbols:
+        return 0.0
+    if isinstance(expr, sympy.Symbol):
+        return 1.0
+    if isinstance(expr, sympy.Add):
+        return max(polynomial_degree(a) for a in expr.args)
+    if isinstance(expr, sympy.Mul):
+        return sum(polynomial_degree(a) for a in expr.args)
+    if isinstance(expr, sympy.Pow):
+        base, exp = expr.args
+        if exp.free_symbols:
+            return polynomial_degree(base) + polynomial_degree(exp)
+        value = _exponent_value(exp)
+        return polynomial_degree(base) * (abs(value) if value is not None else _HUGE)
+    return max((polynomial_degree(a) for a in expr.args), default=0.0)
 
 
 def check_expression(expr: Any, config: MathConfig) -> None:
@@ -149,3 +216,7 @@ def check_expression(expr: Any, config: MathConfig) -> None:
     b = bound(expr)
     if b > limit:
         raise Rejected(f"value of about 10^{b:.3g} (limit 10^{limit:g})")
+    if getattr(expr, "free_symbols", None):
+        degree = polynomial_degree(expr)
+        if degree > MAX_DEGREE:
+            raise Rejected(f"polynomial of degree about {degree:.3g} (limit {MAX_DEGREE})")

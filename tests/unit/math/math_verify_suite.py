@@ -53,6 +53,8 @@ class SuiteCase:
     options: dict[str, Any] = field(default_factory=dict)
     """Non-default keyword arguments of the comparison (precision, strict,
     allow_set_relation_comp)."""
+    match_types: tuple[str, ...] = ()
+    """compare_strings' extraction targets ("latex", "expr"); empty: parse()'s defaults."""
 
     @property
     def key(self) -> str:
@@ -149,6 +151,15 @@ def _options(call: ast.Call, row: dict[str, Any]) -> dict[str, Any]:
     return opts
 
 
+def _match_types(call: ast.Call) -> tuple[str, ...]:
+    if not isinstance(call.func, ast.Name) or call.func.id != "compare_strings":
+        return ()
+    for kw in call.keywords:
+        if kw.arg == "match_types":
+            return tuple(_value(kw.value))
+    return ("latex", "expr")
+
+
 def _cases(name: str, source: str) -> list[SuiteCase]:
     out: list[SuiteCase] = []
     for fn in ast.parse(source).body:
@@ -175,6 +186,7 @@ def _cases(name: str, source: str) -> list[SuiteCase]:
                         pred=row["pred"],
                         expected=bool(expected),
                         options=_options(call, row),
+                        match_types=_match_types(call),
                     )
                 )
     return out
