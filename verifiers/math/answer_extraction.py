@@ -61,7 +61,7 @@ class Extraction:
 
 
 _RELATION = re.compile(r"[<>≤≥]|\\[lg]eq?(?![a-z])|\\[lg]t(?![a-z])")
-_ASSIGNMENT = re.compile(r"^\s*([A-Za-z])\s*=")
+_ASSIGNMENT = re.compile(r"^\s*([A-Za-z](?:\s*\(\s*[A-Za-z]\s*\))?)\s*=")
 _LATEX_CMD = re.compile(r"\\[A-Za-z]+")
 _WORD = re.compile(r"[A-Za-z]{2,}")
 _LEADING_WORD = re.compile(r"^\s*[A-Za-z]{2,}")

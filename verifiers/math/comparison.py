@@ -239,7 +239,12 @@ def _seq_equal(r: Seq, p: Seq, config: MathConfig) -> str | None:
         return None
     if "set" in (r.kind, p.kind) and "tuple" in (r.kind, p.kind):
         return None
-    if "tuple" in (r.kind, p.kind):  # a bare list against a tuple: order matters
+    # a bare list against a tuple: order matters; a bare list in the reference is a set of
+    # answers unless ordered_lists (MATH: "enter all the solutions, separated by commas")
+    ordered = "tuple" in (r.kind, p.kind) or (
+        config.ordered_lists and r.kind == "list" and p.kind == "list"
+    )
+    if ordered:
         if len(r.items) == len(p.items) and all(
             equal(a, b, config) for a, b in zip(r.items, p.items, strict=True)
         ):

@@ -158,6 +158,8 @@ def _strip_units(s: str) -> str:
         unit = (m.group("tunit") or m.group("word") or "").strip()
         if unit.lower() in _UNIT_WORDS_KEEP or not unit or re.search(r"\d", unit):
             break
+        if "(" in unit or len(unit.split()) > 3:  # a remark, not a unit
+            break
         head = m.group("head").rstrip()
         if not re.search(r"[\d}]|\\pi|\\infty|\\sqrt", head):
             break
