@@ -24,10 +24,11 @@ from referee.verifiers.math.segments import math_segments, segment_at
 __all__ = ["Cue", "cue_answer", "gsm8k_answer", "sentence_answer"]
 
 _CUE = re.compile(
-    r"(?:final\s+answer|the\s+answer|answer)\s*(?:is|=|:)\s*:?[ \t]*|"
-    r"\banswer\b(?=[ \t]*(?:\$|\\\(|\\\[))[ \t]*",
+    r"answer\s*(?:is|=|:)\s*:?[ \t]*|(?P<bare>answer\b)(?=[ \t]*(?:\$|\\\(|\\\[))[ \t]*",
     re.IGNORECASE,
 )
+"""A cue: "answer is", "answer:", "answer =" ("final answer is", "the answer is" ...), or the
+word "answer" right before a math delimiter."""
 _GSM8K = re.compile(r"####[ \t]*([^\n]*)")
 _QUOTES = "\"'“”‘’`"
 _LINK = re.compile(r"\s(?:is|are|was|were|equals|becomes)\s|=")
@@ -40,7 +41,7 @@ class Cue:
     answer: str | None
     """None: a math delimiter opened after the cue but did not close properly."""
     start: int
-    """Where the cue begins in the text."""
+    """Where the cue (its word "answer") is in the text."""
 
 
 def _mask(text: str) -> tuple[str, list[tuple[int, int, str]]]:
@@ -89,11 +90,22 @@ def _line_after(text: str, at: int) -> str | None:
     return rest
 
 
+def _last_cue(text: str) -> re.Match[str] | None:
+    """The last cue, found from the end (the text is scanned once, not matched at every
+    position)."""
+    low = text.lower()
+    pos = len(low)
+    while (i := low.rfind("answer", 0, pos)) >= 0:
+        m = _CUE.match(text, i)
+        if m is not None and (m.group("bare") is None or i == 0 or not low[i - 1].isalnum()):
+            return m
+        pos = i
+    return None
+
+
 def cue_answer(text: str) -> Cue | None:
     """The answer after the last final-answer cue of ``text``; None when there is no cue."""
-    last = None
-    for m in _CUE.finditer(text):
-        last = m
+    last = _last_cue(text)
     if last is None:
         return None
     rest = _line_after(text, last.end())

@@ -8,6 +8,7 @@ run before any evaluation; the process pool's deadline is the second line of def
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 from typing import Any
 
 import sympy
@@ -73,11 +74,38 @@ def _log10_abs(expr: Any) -> float:
     return 1.0
 
 
+def _rational(e: Any, depth: int = 0) -> Fraction | None:
+    """The exact value of a small rational tree (``Pow(2, -1)``, ``(1+2)/6``), or None."""
+    if isinstance(e, sympy.Rational):
+        return Fraction(int(e.p), int(e.q))
+    if depth > 20 or not e.args:
+        return None
+    if isinstance(e, sympy.Add | sympy.Mul):
+        parts = [_rational(a, depth + 1) for a in e.args]
+        if any(p is None for p in parts):
+            return None
+        total = Fraction(0) if isinstance(e, sympy.Add) else Fraction(1)
+        for p in parts:
+            assert p is not None
+            total = total + p if isinstance(e, sympy.Add) else total * p
+        return total
+    if isinstance(e, sympy.Pow) and isinstance(e.args[1], sympy.Integer):
+        base = _rational(e.args[0], depth + 1)
+        n = int(e.args[1])
+        if base is None or abs(n) > 64 or (base == 0 and n < 0):
+            return None
+        return base**n
+    return None
+
+
 def _exponent_value(exp: Any) -> float | None:
     """The value of a numeric exponent that has passed the guards (at most about 10^8 in
     size), or None when it has no plain numeric value."""
     if isinstance(exp, sympy.Integer | sympy.Rational | sympy.Float):
         return float(exp)
+    exact = _rational(exp)
+    if exact is not None:
+        return float(exact)
     try:
         value = complex(sympy.N(exp, 15))
     except (TypeError, ValueError, ArithmeticError, RecursionError, AttributeError):
@@ -92,12 +120,13 @@ def _log_comb(n: int, k: int) -> float:
 def expansion_terms(expr: Any) -> float:
     """An upper bound of the number of terms ``expand(expr)`` makes, from the tree alone (a
     power of a sum of t terms to the n-th has at most C(n+t-1, t-1)); inf when astronomical.
-    The largest subtree counts too: ``sin((x+y)^{40})`` expands inside the sine."""
+    The largest subtree counts too: ``sin((x+y)^{40})`` expands inside the sine. Linear in the
+    size of the tree."""
     worst = 1.0
 
     def terms(e: Any) -> float:
         nonlocal worst
-        if not e.args or not e.free_symbols:
+        if not e.args:
             return 1.0
         if isinstance(e, sympy.Add):
             t = sum(terms(a) for a in e.args)
@@ -107,7 +136,7 @@ def expansion_terms(expr: Any) -> float:
             base_terms = terms(e.args[0])
             exp = e.args[1]
             t = base_terms
-            if exp.is_Integer and base_terms > 1:
+            if isinstance(exp, sympy.Integer) and base_terms > 1:
                 n = abs(int(exp))
                 k = int(min(base_terms, 1e6))
                 t = _HUGE if n > 10_000 else math.exp(min(_log_comb(n + k - 1, k - 1), 700.0))
@@ -123,22 +152,22 @@ def expansion_terms(expr: Any) -> float:
 
 
 def polynomial_degree(expr: Any) -> float:
-    """An upper bound of the total degree in the variables (0 for constants)."""
-    if not expr.free_symbols:
-        return 0.0
-    if isinstance(expr, sympy.Symbol):
-        return 1.0
+    """An upper bound of the total degree in the variables (0 for constants), linear in the
+    size of the tree."""
+    if not expr.args:
+        return 1.0 if isinstance(expr, sympy.Symbol) else 0.0
     if isinstance(expr, sympy.Add):
         return max(polynomial_degree(a) for a in expr.args)
     if isinstance(expr, sympy.Mul):
         return sum(polynomial_degree(a) for a in expr.args)
     if isinstance(expr, sympy.Pow):
         base, exp = expr.args
-        if exp.free_symbols:
-            return polynomial_degree(base) + polynomial_degree(exp)
+        base_degree, exp_degree = polynomial_degree(base), polynomial_degree(exp)
+        if exp_degree or not base_degree:
+            return base_degree + exp_degree
         value = _exponent_value(exp)
-        return polynomial_degree(base) * (abs(value) if value is not None else _HUGE)
-    return max((polynomial_degree(a) for a in expr.args), default=0.0)
+        return base_degree * (abs(value) if value is not None else _HUGE)
+    return max(polynomial_degree(a) for a in expr.args)
 
 
 def check_expression(expr: Any, config: MathConfig) -> None:

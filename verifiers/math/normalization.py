@@ -179,7 +179,8 @@ def normalize(answer: str, config: MathConfig | None = None) -> Normalized:
     s = s.replace("\n", " ").replace("\t", " ")
     if "\\\\" in s:
         s = _DOUBLE_ESCAPED.sub(lambda _: "\\", s)
-    s = _MATH_THOUSANDS.sub("", s)
+    if "," in s or "{" in s:
+        s = _MATH_THOUSANDS.sub("", s)
     s = _SPACING.sub(" ", s)
     s = _FRAC_ALIAS.sub(r"\\frac", s)
     s = _shorthand(s)

@@ -49,10 +49,13 @@ _END_TOKENS = re.compile(
 )
 
 
+_ANY_TOKEN = re.compile(r"<\|[a-z_]+\|>|</?s>|<｜|<(?:bos|eos|end_of_turn|start_of_turn)>")
+
+
 def strip_special_tokens(text: str) -> str:
     """The response without chat-template tokens (``<|im_end|>``, ``</s>``, ``<|eot_id|>``,
     ``<｜end▁of▁sentence｜>`` ...), cut before a new turn the model began on its own."""
-    if "<" not in text:
+    if "<" not in text or _ANY_TOKEN.search(text) is None:
         return text
     text = _LEADING.sub("", text)
     turn = _TURN_START.search(text)
