@@ -220,3 +220,17 @@ def test_cost_bounds() -> None:
     with pytest.raises(Rejected, match="degree"):
         parse("(x^{100}+1)^{100}")
     assert parse("10^{\\frac{-5+\\sqrt{13}}{6}}")  # a small exponent is no power tower
+
+
+def test_the_new_scans_are_linear_on_hostile_text() -> None:
+    for text in (
+        "$" * 200_000,
+        "answer $" * 30_000,
+        "\\(" * 100_000,
+        "<|im_start|>" * 50_000,
+        "\\boxed{1} and " * 10_000,
+        "The final answer is " + "x is " * 20_000,
+        "$x$. " * 40_000,
+        "answer" + " " * 500_000 + "is 5",
+    ):
+        verify(text, "1")  # returns at all: no quadratic scan
