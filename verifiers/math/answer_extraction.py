@@ -4,7 +4,7 @@ r"""Finding the final answer in a model response, in a documented order.
 
 1. ``\boxed{}``/``\fbox{}``: the last box (every distinct box is a candidate, so two different
    boxed answers are a hedge). When a final-answer cue comes after the last box and states an
-   answer with a number or math in it, that cue is the final answer instead.
+   answer with a number or math in it and no prose, that cue is the final answer instead.
 2. ``<answer>...</answer>`` tags (a cue inside them is read as in 3).
 3. A final-answer cue (``The final answer is $x$``, ``Answer: 9``, ``Answer \[ 9 \]``,
    ``Final Answer: The largest $n$ is 34.``; see :mod:`~referee.verifiers.math.cues`), then
@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 
 from referee.verifiers.math.config import MathConfig
 from referee.verifiers.math.cues import cue_answer, gsm8k_answer, sentence_answer
+from referee.verifiers.math.prose import prose_words
 from referee.verifiers.math.segments import (
     box_run,
     boxes,
@@ -46,6 +47,7 @@ _NUMBER_DECIMAL_COMMA = re.compile(r"(?<![A-Za-z\d])-?\d+(?:[.,]\d+)?(?:/\d+)?")
 _OR_SPLIT = re.compile(r"\s+(?:or|\\(?:text|mbox|textbf)\{\s*or\s*\})\s+|\\text\{\s+or\s+\}")
 _MAX_CANDIDATES = 16
 _DIGIT = re.compile(r"\d")
+_HAS_CONTENT = re.compile(r"[A-Za-z0-9]")
 
 
 @dataclass(frozen=True, slots=True)
@@ -140,19 +142,34 @@ def _boxed(text: str, cfg: MathConfig) -> Extraction | None:
 
 
 def _states_math(answer: str) -> bool:
-    return bool(_DIGIT.search(answer)) or "\\" in answer or "$" in answer
+    """A cue's answer that can replace the boxes: math (a digit, a command, a segment) and no
+    prose (``\\boxed{A}. The answer is A because 3 > 2`` keeps the box)."""
+    has_math = bool(_DIGIT.search(answer)) or "\\" in answer or "$" in answer
+    return has_math and not prose_words(answer)
+
+
+def _is_math(inner: str) -> bool:
+    """Not a decoration such as ``$\\blacksquare$`` or ``$\\quad$``."""
+    return bool(_HAS_CONTENT.search(_LATEX_CMD.sub("", inner)))
 
 
 def _masked(text: str) -> tuple[str, list[tuple[int, int, str, bool]]]:
-    segs = [(s.start, s.end, s.inner, s.display) for s in math_segments(text[-20_000:])]
+    """The last 20,000 characters with math segments blanked (decorations become spaces), and
+    the segments that hold math."""
     tail = text[-20_000:]
-    out, last = [], 0
-    for start, end, _, _ in segs:
+    segs = [(s.start, s.end, s.inner, s.display) for s in math_segments(tail)]
+    out, last, kept = [], 0, []
+    for seg in segs:
+        start, end, inner, _ = seg
         out.append(tail[last:start])
-        out.append("\x01" * (end - start))
+        if _is_math(inner):
+            out.append("\x01" * (end - start))
+            kept.append(seg)
+        else:
+            out.append(" " * (end - start))
         last = end
     out.append(tail[last:])
-    return "".join(out), segs
+    return "".join(out), kept
 
 
 def _math_block(text: str) -> Extraction | None:
@@ -164,7 +181,7 @@ def _math_block(text: str) -> Extraction | None:
     if not segs:
         return None
     start, end, inner, display = segs[-1]
-    if not inner.strip() or _DIGIT.search(masked[end:]):
+    if _DIGIT.search(masked[end:]):
         return None
     if display:
         return _result([inner], "display_math")

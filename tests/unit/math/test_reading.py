@@ -40,6 +40,9 @@ from referee.verifiers.math.segments import math_segments, strip_special_tokens
         ("Then $x = 2$ and the total is 12.", "12", "last_number"),
         ("He paid $5 and then $7 more, 12 in all", "12", "last_number"),
         ("It costs 12 dollars.", "12", "last_number"),
+        ("Thus x = 5. $\\blacksquare$", "5", "last_number"),
+        ("We find that $x \\lt 3$. $\\square$", "x \\lt 3", "inline_math"),
+        ("$\\boxed{A}$. The answer is A because 3 > 2", "A", "boxed"),
     ],
 )
 def test_extraction_order(response: str, answer: str, source: str) -> None:
