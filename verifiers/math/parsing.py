@@ -10,22 +10,18 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from functools import lru_cache
 from typing import Any
 
 import sympy
-from latex2sympy2_extended import latex2sympy
 
 from referee.verifiers.math.config import MathConfig
-from referee.verifiers.math.fast_latex import parse_simple_latex
-from referee.verifiers.math.fast_numbers import TooLarge, parse_fast_number
-from referee.verifiers.math.guards import Rejected, check_expression, check_text
+from referee.verifiers.math.guards import check_text
 from referee.verifiers.math.normalization import normalize
 from referee.verifiers.math.prose import prose_words
+from referee.verifiers.math.scalars import Unparseable, from_sympy, latex_to_sympy, read_scalar
 from referee.verifiers.math.values import (
     Equation,
     IntervalSet,
-    MatrixValue,
     Relation,
     Scalar,
     Seq,
@@ -35,7 +31,6 @@ from referee.verifiers.math.values import (
 
 __all__ = ["Unparseable", "parse_answer", "to_real_set"]
 
-_I = sympy.Symbol("i")
 _REL_OPS = re.compile(
     r"\\leqslant|\\geqslant|\\leq|\\geq|\\le(?![a-z])|\\ge(?![a-z])|\\lt(?![a-z])|"
     r"\\gt(?![a-z])|\\neq|\\ne(?![a-z])|<=|>=|<|>"
@@ -71,10 +66,6 @@ _NAME_PART = re.compile(
     rf"(?:\s*\((?:\s*[A-Za-z0-9]+\s*,?)+\))?$"
 )
 _NAME_FRAC = re.compile(r"^\\frac\s*\{([^{}]*)\}\s*\{([^{}]*)\}$")
-
-
-class Unparseable(ValueError):
-    """The answer is not something the verifier can read as math."""
 
 
 def _top_level(s: str) -> Iterator[tuple[int, str]]:
@@ -134,81 +125,6 @@ def _closing_index(s: str, start: int) -> int:
     return -1
 
 
-def _latex_to_sympy(s: str, config: MathConfig) -> Any:
-    """Parse (fast subset first, then latex2sympy2_extended), guard, evaluate. Cached: the
-    rollouts of a group often share their answer string."""
-    ok, value = _latex_to_sympy_cached(s, config)
-    if ok:
-        return value
-    kind, message = value
-    raise (Rejected if kind == "rejected" else Unparseable)(message)
-
-
-@lru_cache(maxsize=8192)
-def _latex_to_sympy_cached(s: str, config: MathConfig) -> tuple[bool, Any]:
-    try:
-        return True, _latex_to_sympy_uncached(s, config)
-    except Rejected as exc:
-        return False, ("rejected", str(exc))
-    except Unparseable as exc:
-        return False, ("unparseable", str(exc))
-
-
-def _latex_to_sympy_uncached(s: str, config: MathConfig) -> Any:
-    expr = parse_simple_latex(s)
-    if expr is None:
-        try:
-            expr = latex2sympy(s)
-        except Exception as exc:  # the ANTLR parser raises many types; none is our fault
-            raise Unparseable(f"cannot parse {s[:80]!r}: {type(exc).__name__}") from exc
-    check_expression(expr, config)
-    try:
-        if isinstance(expr, sympy.MatrixBase):
-            return sympy.ImmutableMatrix(expr.doit())
-        value = expr.doit() if hasattr(expr, "doit") else expr
-        if _I in getattr(value, "free_symbols", ()):
-            value = value.subs(_I, sympy.I)
-        return value
-    except (TypeError, ValueError, ArithmeticError, AttributeError, RecursionError) as exc:
-        raise Unparseable(f"cannot evaluate {s[:80]!r}: {type(exc).__name__}") from exc
-
-
-def _scalar(s: str, config: MathConfig) -> Value:
-    try:
-        fast = parse_fast_number(s, config.max_digits, int(config.max_magnitude_log10))
-    except TooLarge as exc:
-        raise Rejected(str(exc)) from exc
-    if fast is not None:
-        return Scalar(
-            exact=fast.value, decimal_places=fast.decimal_places, sig_digits=fast.sig_digits
-        )
-    value = _latex_to_sympy(s, config)
-    return _from_sympy(value)
-
-
-def _from_sympy(value: Any) -> Value:
-    if isinstance(value, sympy.MatrixBase):
-        return MatrixValue(sympy.ImmutableMatrix(value))
-    if isinstance(value, sympy.Set):
-        if isinstance(value, sympy.FiniteSet):
-            return Seq(tuple(_from_sympy(a) for a in value.args), "set")
-        return IntervalSet(value)
-    if isinstance(value, sympy.Equality):
-        lhs_simple = isinstance(value.lhs, sympy.Symbol | sympy.core.function.AppliedUndef)
-        return Equation(value.lhs, _from_sympy(value.rhs), lhs_simple)
-    if isinstance(value, sympy.core.relational.Relational | sympy.And | sympy.Or):
-        return Relation(value)
-    if isinstance(value, sympy.Rational):
-        from fractions import Fraction
-
-        return Scalar(exact=Fraction(int(value.p), int(value.q)), expr=value)
-    if isinstance(value, sympy.Tuple | tuple):
-        return Seq(tuple(_from_sympy(a) for a in value), "tuple", "(", ")")
-    if isinstance(value, sympy.Basic):
-        return Scalar(expr=value)
-    raise Unparseable(f"unsupported value {type(value).__name__}")
-
-
 def _relation(s: str, config: MathConfig) -> Value | None:
     ops = [(m.start(), m.end(), m.group(0)) for m in _REL_OPS.finditer(s)]
     top = {i for i, _ in _top_level(s)}
@@ -230,7 +146,7 @@ def _relation(s: str, config: MathConfig) -> Value | None:
         hi: Any = sympy.S.Infinity
         lo_open = hi_open = True
         try:
-            bounds = {i: _scalar(p, config) for i, p in enumerate(parts) if i != idx}
+            bounds = {i: read_scalar(p, config) for i, p in enumerate(parts) if i != idx}
         except Unparseable:
             bounds = {}
         if bounds and all(isinstance(b, Scalar) for b in bounds.values()):
@@ -255,7 +171,7 @@ def _relation(s: str, config: MathConfig) -> Value | None:
                     hi, hi_open = bound.sym(), kind_v == "lt"
             if ok:
                 return IntervalSet(sympy.Interval(lo, hi, lo_open, hi_open))
-    return Relation(_latex_to_sympy(s, config))
+    return Relation(latex_to_sympy(s, config))
 
 
 def _items(inner: str, config: MathConfig) -> tuple[Value, ...]:
@@ -314,12 +230,12 @@ def _equation(eq_parts: list[str], config: MathConfig) -> Value:
         lhs: Any = sympy.Tuple(*sympy.symbols(lhs_s.strip("()").replace(" ", "")))
         return Equation(lhs, rhs, True)
     if _VAR.match(lhs_s) or _FUNC_LHS.match(lhs_s):
-        return Equation(_latex_to_sympy(lhs_s, config), rhs, True)
+        return Equation(latex_to_sympy(lhs_s, config), rhs, True)
     if _is_name(lhs_s):
         return Equation(sympy.Symbol(" ".join(lhs_s.split())), rhs, True)
     if len(eq_parts) > 2 or not lhs_s:
         return Equation(sympy.Symbol(" ".join(lhs_s.split()) or "_"), rhs, True)
-    lhs = _latex_to_sympy(lhs_s, config)
+    lhs = latex_to_sympy(lhs_s, config)
     constant = not getattr(lhs, "free_symbols", True) and (
         not isinstance(rhs, Scalar) or not rhs.sym().free_symbols
     )
@@ -355,7 +271,7 @@ def _parse(s: str, config: MathConfig) -> Value:
     if not s:
         raise Unparseable("empty answer")
     if _PLAIN_NUMBER.match(s):  # the common case: skip the structural scans
-        return _scalar(s, config)
+        return read_scalar(s, config)
     if _EMPTY.match(s):
         return Seq((), "set")
     if s[0] == "{" and s[-1] == "}" and _closing_index(s, 0) == len(s) - 1:
@@ -409,11 +325,11 @@ def _parse(s: str, config: MathConfig) -> Value:
         if ratio is not None:
             return ratio
     if _MATRIX.search(s):
-        return _from_sympy(_latex_to_sympy(s, config))
+        return from_sympy(latex_to_sympy(s, config))
     pm_inside = _plus_minus(s, config)
     if pm_inside is not None:
         return pm_inside
-    return _scalar(s, config)
+    return read_scalar(s, config)
 
 
 def to_real_set(value: Value) -> Any | None:
