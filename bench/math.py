@@ -649,7 +649,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     emit()
 
-    # (a) accuracy, on the development table and on the held-out table
+    # (a) accuracy, on the development table and on the (once held-out) regression table
     tables = [
         (
             "(a) Accuracy on the labeled set",
