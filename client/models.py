@@ -88,7 +88,9 @@ class _MathOptions(_Model):
     extract: ExtractMode = Field(
         "auto",
         description="Where the final answer is read from. `auto`: last \\boxed{}, <answer> tags, "
-        "'final answer is ...', GSM8K '####', then the last number. `none`: the whole response.",
+        "a final-answer cue ('The final answer is ...', 'Answer: ...'), GSM8K '####', a one-line "
+        "bare answer, the last display math, the last inline math of the final sentence, then "
+        "the last number. `none`: the whole response.",
     )
     last_number_fallback: bool = Field(True, description="In `auto`, fall back to the last number.")
     hedging_is_wrong: bool = Field(True, description="Several different final answers score 0.")
@@ -102,6 +104,25 @@ class _MathOptions(_Model):
         le=30,
         description="A decimal with at least this many significant digits matches an irrational "
         "or non-terminating reference it rounds or truncates to (0 disables).",
+    )
+    decimal_comma: bool = Field(
+        False,
+        description="Read a comma between digits as a decimal point (`1,22` = 1.22). Off by "
+        "default: it clashes with thousands separators (`1,000`) and lists (`1,2`).",
+    )
+    ordered_lists: bool = Field(
+        False,
+        description="Compare a bare comma list in the reference (`1, -2`) in order. Off by "
+        "default: such a list is a set of answers (MATH's 'separated by commas'). Tuples "
+        "`(1, 2)` are always ordered, sets `\\{1, 2\\}` never.",
+    )
+    abs_tol: float = Field(
+        0.0,
+        ge=0,
+        le=1,
+        description="Numbers within this absolute difference are equal. 0 (default): exact "
+        "values, plus the decimal rule of `approx_min_sig_digits`; a tolerance accepts near "
+        "misses, and for RL a false positive is worse than a false negative.",
     )
 
 

@@ -29,6 +29,9 @@ _MATH_OPTIONS = (
     "percent",
     "rel_tol",
     "approx_min_sig_digits",
+    "decimal_comma",
+    "ordered_lists",
+    "abs_tol",
 )
 
 

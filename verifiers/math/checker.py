@@ -15,7 +15,8 @@ from referee.verifiers.math.comparison import equal
 from referee.verifiers.math.config import MathConfig
 from referee.verifiers.math.guards import Rejected
 from referee.verifiers.math.parsing import Unparseable, parse_answer
-from referee.verifiers.math.values import Value
+from referee.verifiers.math.reference import read_reference
+from referee.verifiers.math.values import Seq, Value
 from referee.verifiers.math.verdict import MathVerdict, Outcome
 
 __all__ = ["parse", "verify"]
@@ -39,11 +40,39 @@ def parse(answer: str, config: MathConfig | None = None) -> Value:
 
 @lru_cache(maxsize=8192)
 def _parse_reference(reference: str, config: MathConfig) -> Value | Exception:
-    # Every rollout in a group shares its reference: parse it once.
+    # Every rollout in a group shares its reference: read and parse it once.
+    text, how = read_reference(reference)
     try:
-        return parse_answer(reference, config)
+        return parse_answer(text, config)
     except (Unparseable, Rejected, *_EVAL_ERRORS) as exc:
-        return exc
+        if how == "whole":
+            return exc
+        return Unparseable(f"{exc} (read {text[:80]!r} from the reference: {how})")
+
+
+def _is_collection(value: Value) -> bool:
+    return isinstance(value, Seq) and len(value.items) > 1
+
+
+def _boxes_as_one_answer(parts: tuple[str, ...], ref: Value, cfg: MathConfig) -> MathVerdict | None:
+    """Several boxes at the end (``\\boxed{1}, \\boxed{2}``) against a list or set reference:
+    one list answer, right or wrong as a whole. None when the parts do not parse."""
+    joined = ", ".join(parts)
+    try:
+        pred = parse_answer(joined, cfg)
+        method = equal(ref, pred, cfg)
+    except (Unparseable, Rejected, *_EVAL_ERRORS):
+        return None
+    base = {
+        "extracted": joined[:500],
+        "extraction": "boxed",
+        "parsed_reference": str(ref),
+        "parsed_response": str(pred),
+    }
+    if method:
+        return _verdict(Outcome.CORRECT, method=f"boxes_{method}", **base)
+    reason = f"the {len(parts)} boxed answers, read as one list, do not equal the reference"
+    return _verdict(Outcome.WRONG, reason=reason, **base)
 
 
 def _verdict(outcome: Outcome, **kw: str | None) -> MathVerdict:
@@ -59,6 +88,10 @@ def verify(response: str, reference: str, config: MathConfig | None = None) -> M
     found = extract_answer(response, cfg)
     if found.answer is None:
         return _verdict(Outcome.NO_ANSWER, reason="no final answer found in the response")
+    if found.parts and _is_collection(ref):
+        as_list = _boxes_as_one_answer(found.parts, ref, cfg)
+        if as_list is not None:
+            return as_list
     extracted = found.answer if len(found.answer) <= 500 else found.answer[:500] + "…"
     base = {"extracted": extracted, "extraction": found.source, "parsed_reference": str(ref)}
 

@@ -13,9 +13,20 @@ from fractions import Fraction
 from typing import Any
 
 import sympy
+from sympy.core.function import AppliedUndef
 
 from referee.verifiers.math.config import MathConfig
+from referee.verifiers.math.guards import expansion_terms, polynomial_degree
 from referee.verifiers.math.parsing import to_real_set
+from referee.verifiers.math.symbolic import (
+    MAX_EXPANDED_TERMS,
+    PRECISION,
+    close,
+    numeric,
+    ratio_constant,
+    simplifies_to_zero,
+    symbolic_equal,
+)
 from referee.verifiers.math.values import (
     Equation,
     IntervalSet,
@@ -28,16 +39,6 @@ from referee.verifiers.math.values import (
 )
 
 __all__ = ["equal"]
-
-_PRECISION = 50
-_PROBES = (
-    Fraction(7315, 10000),
-    Fraction(13917, 10000),
-    Fraction(21173, 10000),
-    Fraction(4381, 10000),
-    Fraction(17771, 10000),
-    Fraction(28813, 10000),
-)
 
 
 def _percent_variants(v: Scalar, policy: str) -> list[Scalar]:
@@ -90,101 +91,29 @@ def _approx_match(
             return False  # a value with a finite decimal expansion must be written exactly
         return _rounds_to(other_exact * 10**places, target.numerator, truncation)
     try:
-        num = sympy.N(other_value * 10**places, _PRECISION + places)
+        num = sympy.N(other_value * 10**places, PRECISION + places)
         if not num.is_real or not num.is_finite:
             return False
-        scaled = Fraction(str(sympy.Float(num, _PRECISION + places)))
+        scaled = Fraction(str(sympy.Float(num, PRECISION + places)))
     except (TypeError, ValueError, ArithmeticError):
         return False
     return _rounds_to(scaled, target.numerator, truncation)
 
 
-def _numeric(expr: Any) -> Any | None:
-    try:
-        val = sympy.N(expr, _PRECISION)
-    except (TypeError, ValueError, ArithmeticError, RecursionError):
-        return None
-    if not isinstance(val, sympy.Number | sympy.Add | sympy.Mul) or val.has(sympy.nan, sympy.zoo):
-        return None
-    return val
-
-
-def _close(a: Any, b: Any, rel_tol: float) -> bool | None:
-    """|a - b| <= rel_tol * max(|a|, |b|), in arbitrary-precision arithmetic (no float overflow:
-    two huge values must not both become inf and compare equal)."""
-    try:
-        diff = abs(sympy.N(a - b, _PRECISION))
-        scale = max(abs(a), abs(b))
-        if not (diff.is_finite and scale.is_finite):
-            return None
-        if diff == 0:
-            return True
-        return bool(diff <= rel_tol * scale)
-    except (TypeError, ValueError, ArithmeticError):
-        return None
-
-
 def _constant_equal(r: Any, p: Any, config: MathConfig) -> str | None:
+    if r.has(sympy.zoo, sympy.nan) or p.has(sympy.zoo, sympy.nan):
+        return None  # undefined (1/0) equals nothing, not even itself
     if r == p:
         return "exact"
     if r.is_infinite or p.is_infinite or r.has(sympy.oo, sympy.zoo) or p.has(sympy.oo, sympy.zoo):
         return None
-    rn, pn = _numeric(r), _numeric(p)
+    rn, pn = numeric(r), numeric(p)
     if rn is None or pn is None:
-        return "symbolic" if _simplifies_to_zero(r - p) else None
-    close = _close(rn, pn, config.rel_tol)
-    if close is None:
-        return "symbolic" if _simplifies_to_zero(r - p) else None
-    return "numeric" if close else None
-
-
-def _simplifies_to_zero(expr: Any) -> bool:
-    try:
-        return bool(sympy.simplify(expr) == 0)
-    except (TypeError, ValueError, ArithmeticError, RecursionError, AttributeError):
-        return False
-
-
-def _probe(a: Any, b: Any, symbols: list[Any]) -> bool | None:
-    """Evaluate both at fixed points: False on a clear difference, True when >= 3 points agree."""
-    agree = 0
-    for k in range(len(_PROBES)):
-        subs = {
-            s: sympy.Rational(
-                _PROBES[(k + j) % len(_PROBES)].numerator,
-                _PROBES[(k + j) % len(_PROBES)].denominator,
-            )
-            + j
-            for j, s in enumerate(symbols)
-        }
-        av, bv = _numeric(a.subs(subs)), _numeric(b.subs(subs))
-        if av is None or bv is None:
-            continue
-        close = _close(av, bv, 1e-20)
-        if close is None:
-            continue
-        if not close:
-            return False
-        agree += 1
-        if agree >= 3:
-            return True
-    return None
-
-
-def symbolic_equal(a: Any, b: Any) -> str | None:
-    diff = a - b
-    if diff == 0:
-        return "symbolic"
-    try:
-        if sympy.expand(diff) == 0:
-            return "symbolic"
-    except (TypeError, ValueError, ArithmeticError, RecursionError):
-        pass
-    symbols = sorted(diff.free_symbols, key=str)
-    probed = _probe(a, b, symbols)
-    if probed is not None:
-        return "symbolic_numeric" if probed else None
-    return "symbolic" if _simplifies_to_zero(diff) else None
+        return "symbolic" if simplifies_to_zero(r - p) else None
+    same = close(rn, pn, config.rel_tol)
+    if same is None:
+        return "symbolic" if simplifies_to_zero(r - p) else None
+    return "numeric" if same else None
 
 
 def _scalar_equal(r: Scalar, p: Scalar, config: MathConfig) -> str | None:
@@ -196,7 +125,33 @@ def _scalar_equal(r: Scalar, p: Scalar, config: MathConfig) -> str | None:
     return None
 
 
+def _within_tolerance(r: Scalar, p: Scalar, config: MathConfig) -> bool:
+    """|r - p| <= abs_tol (numbers only; off when abs_tol is 0)."""
+    if config.abs_tol <= 0:
+        return False
+    if r.exact is not None and p.exact is not None:
+        return abs(r.exact - p.exact) <= Fraction(config.abs_tol)
+    rs, ps = r.sym(), p.sym()
+    if rs.free_symbols or ps.free_symbols:
+        return False
+    rn, pn = numeric(rs), numeric(ps)
+    if rn is None or pn is None:
+        return False
+    try:
+        diff = abs(sympy.N(rn - pn, PRECISION))
+        return bool(diff.is_finite and diff <= config.abs_tol)
+    except (TypeError, ValueError, ArithmeticError):
+        return False
+
+
 def _scalar_pair(r: Scalar, p: Scalar, config: MathConfig) -> str | None:
+    method = _scalar_pair_exact(r, p, config)
+    if method is None and _within_tolerance(r, p, config):
+        return "abs_tol"
+    return method
+
+
+def _scalar_pair_exact(r: Scalar, p: Scalar, config: MathConfig) -> str | None:
     if r.exact is not None and p.exact is not None:
         if r.exact == p.exact:
             return "exact"
@@ -220,25 +175,29 @@ def _scalar_pair(r: Scalar, p: Scalar, config: MathConfig) -> str | None:
     return symbolic_equal(rs, ps)
 
 
-def _ratio_constant(a: Any, b: Any) -> bool:
-    """a = k * b for a nonzero constant k (an equation scaled on both sides)."""
-    symbols = sorted((a.free_symbols | b.free_symbols), key=str)
-    ratios = []
-    for k in range(4):
-        subs = {
-            s: sympy.Rational(_PROBES[(k + j) % 6].numerator, _PROBES[(k + j) % 6].denominator) + j
-            for j, s in enumerate(symbols)
-        }
-        av, bv = _numeric(a.subs(subs)), _numeric(b.subs(subs))
-        if av is None or bv is None or bv == 0:
-            return False
-        ratios.append(sympy.N(av / bv, _PRECISION))
-    return ratios[0] != 0 and all(_close(x, ratios[0], 1e-20) for x in ratios)
+def _same_function(a: Any, b: Any) -> dict[Any, Any] | None:
+    """``f(n)`` and ``f(x)``: the same function of dummy arguments; the renaming b -> a."""
+    if not (isinstance(a, AppliedUndef) and isinstance(b, AppliedUndef)):
+        return None
+    if a.func != b.func or len(a.args) != len(b.args):
+        return None
+    if not all(isinstance(x, sympy.Symbol) for x in (*a.args, *b.args)):
+        return None
+    return dict(zip(b.args, a.args, strict=True))
+
+
+def _renamed(v: Value, names: dict[Any, Any]) -> Value:
+    if isinstance(v, Scalar) and v.expr is not None:
+        return Scalar(expr=v.expr.xreplace(names))
+    return v
 
 
 def _equation_equal(r: Equation, p: Equation, config: MathConfig) -> str | None:
     if r.simple_lhs and p.simple_lhs and r.lhs == p.lhs:
         return equal(r.rhs, p.rhs, config)
+    names = _same_function(r.lhs, p.lhs)
+    if names is not None:
+        return equal(r.rhs, _renamed(p.rhs, names), config)
     if not isinstance(r.rhs, Scalar) or not isinstance(p.rhs, Scalar):
         return None
     rd, pd = r.lhs - r.rhs.sym(), p.lhs - p.rhs.sym()
@@ -246,23 +205,27 @@ def _equation_equal(r: Equation, p: Equation, config: MathConfig) -> str | None:
         return "equation"
     if symbolic_equal(rd, pd) or symbolic_equal(rd, -pd):
         return "equation"
-    if rd.free_symbols == pd.free_symbols and _ratio_constant(rd, pd):
+    if rd.free_symbols == pd.free_symbols and ratio_constant(rd, pd):
         return "equation_scaled"
     return None
 
 
 def _unordered_equal(r: tuple[Value, ...], p: tuple[Value, ...], config: MathConfig) -> bool:
-    if len(r) != len(p):
-        return False
-    left = list(p)
+    """The same items in any order, each item of one found in the other (a repeated item, as
+    in a set, counts once)."""
+    if not r or not p:
+        return len(r) == len(p)
+    matched = [False] * len(p)
     for item in r:
-        for j, cand in enumerate(left):
+        hit = False
+        for j, cand in enumerate(p):
             if equal(item, cand, config):
-                del left[j]
-                break
-        else:
+                matched[j] = hit = True
+                if len(r) == len(p):
+                    break
+        if not hit:
             return False
-    return True
+    return all(matched)
 
 
 def _seq_equal(r: Seq, p: Seq, config: MathConfig) -> str | None:
@@ -276,7 +239,12 @@ def _seq_equal(r: Seq, p: Seq, config: MathConfig) -> str | None:
         return None
     if "set" in (r.kind, p.kind) and "tuple" in (r.kind, p.kind):
         return None
-    if "tuple" in (r.kind, p.kind):  # a bare list against a tuple: order matters
+    # a bare list against a tuple: order matters; a bare list in the reference is a set of
+    # answers unless ordered_lists (MATH: "enter all the solutions, separated by commas")
+    ordered = "tuple" in (r.kind, p.kind) or (
+        config.ordered_lists and r.kind == "list" and p.kind == "list"
+    )
+    if ordered:
         if len(r.items) == len(p.items) and all(
             equal(a, b, config) for a, b in zip(r.items, p.items, strict=True)
         ):
@@ -327,10 +295,13 @@ def _sym_equal(a: Any, b: Any, config: MathConfig) -> str | None:
 
 
 def _text_of(v: Value) -> str | None:
+    """A value as a word: ``\\text{E}`` and ``E`` (read as Euler's number) are the same letter."""
     if isinstance(v, Text):
         return v.text
     if isinstance(v, Scalar) and isinstance(v.expr, sympy.Symbol):
         return str(v.expr).casefold()
+    if isinstance(v, Scalar) and v.expr is not None and v.expr in (sympy.E, sympy.I):
+        return "e" if v.expr == sympy.E else "i"
     return None
 
 
@@ -372,11 +343,22 @@ def equal(ref: Value, pred: Value, config: MathConfig) -> str | None:
     return None
 
 
+_MAX_RELATION_DEGREE = 12
+"""Solving an inequality for its set of solutions is only tried up to this degree: sympy's
+solver takes seconds on ``(x+1)^{200} > 0``."""
+
+
 def _as_set(v: Value) -> Any | None:
     if isinstance(v, Relation):
         try:
             syms = v.value.free_symbols
-            if len(syms) == 1:
+            sides = [a for a in v.value.atoms(sympy.core.relational.Relational)]
+            small = all(
+                polynomial_degree(r.lhs - r.rhs) <= _MAX_RELATION_DEGREE
+                and expansion_terms(r.lhs - r.rhs) <= MAX_EXPANDED_TERMS
+                for r in sides
+            )
+            if len(syms) == 1 and small:
                 return v.value.as_set()
         except (NotImplementedError, TypeError, ValueError, AttributeError):
             return None

@@ -8,18 +8,30 @@ run before any evaluation; the process pool's deadline is the second line of def
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 from typing import Any
 
 import sympy
 
 from referee.verifiers.math.config import MathConfig
 
-__all__ = ["Rejected", "check_expression", "check_text"]
+__all__ = [
+    "MAX_DEGREE",
+    "Rejected",
+    "check_expression",
+    "check_text",
+    "expansion_terms",
+    "polynomial_degree",
+]
 
 _OPEN = "{[("
 _CLOSE = "}])"
 _MAX_NODES = 3_000
 _MAX_SYMBOLIC_EXPONENT = 200
+MAX_DEGREE = 2_000
+"""An expression with variables of higher total degree (``((x+1)^{200}+1)^{200}``) is refused:
+even evaluating it at one point makes numbers of hundreds of thousands of digits."""
+_HUGE = float("inf")
 
 
 class Rejected(ValueError):
@@ -62,6 +74,102 @@ def _log10_abs(expr: Any) -> float:
     return 1.0
 
 
+def _rational(e: Any, depth: int = 0) -> Fraction | None:
+    """The exact value of a small rational tree (``Pow(2, -1)``, ``(1+2)/6``), or None."""
+    if isinstance(e, sympy.Rational):
+        return Fraction(int(e.p), int(e.q))
+    if depth > 20 or not e.args:
+        return None
+    if isinstance(e, sympy.Add | sympy.Mul):
+        parts = [_rational(a, depth + 1) for a in e.args]
+        if any(p is None for p in parts):
+            return None
+        total = Fraction(0) if isinstance(e, sympy.Add) else Fraction(1)
+        for p in parts:
+            assert p is not None
+            total = total + p if isinstance(e, sympy.Add) else total * p
+        return total
+    if isinstance(e, sympy.Pow) and isinstance(e.args[1], sympy.Integer):
+        base = _rational(e.args[0], depth + 1)
+        n = int(e.args[1])
+        if base is None or abs(n) > 64 or (base == 0 and n < 0):
+            return None
+        return base**n
+    return None
+
+
+def _exponent_value(exp: Any) -> float | None:
+    """The value of a numeric exponent that has passed the guards (at most about 10^8 in
+    size), or None when it has no plain numeric value."""
+    if isinstance(exp, sympy.Integer | sympy.Rational | sympy.Float):
+        return float(exp)
+    exact = _rational(exp)
+    if exact is not None:
+        return float(exact)
+    try:
+        value = complex(sympy.N(exp, 15))
+    except (TypeError, ValueError, ArithmeticError, RecursionError, AttributeError):
+        return None
+    return abs(value) if math.isfinite(abs(value)) else None
+
+
+def _log_comb(n: int, k: int) -> float:
+    return math.lgamma(n + 1) - math.lgamma(k + 1) - math.lgamma(n - k + 1)
+
+
+def expansion_terms(expr: Any) -> float:
+    """An upper bound of the number of terms ``expand(expr)`` makes, from the tree alone (a
+    power of a sum of t terms to the n-th has at most C(n+t-1, t-1)); inf when astronomical.
+    The largest subtree counts too: ``sin((x+y)^{40})`` expands inside the sine. Linear in the
+    size of the tree."""
+    worst = 1.0
+
+    def terms(e: Any) -> float:
+        nonlocal worst
+        if not e.args:
+            return 1.0
+        if isinstance(e, sympy.Add):
+            t = sum(terms(a) for a in e.args)
+        elif isinstance(e, sympy.Mul):
+            t = math.prod(terms(a) for a in e.args)
+        elif isinstance(e, sympy.Pow):
+            base_terms = terms(e.args[0])
+            exp = e.args[1]
+            t = base_terms
+            if isinstance(exp, sympy.Integer) and base_terms > 1:
+                n = abs(int(exp))
+                k = int(min(base_terms, 1e6))
+                t = _HUGE if n > 10_000 else math.exp(min(_log_comb(n + k - 1, k - 1), 700.0))
+        else:
+            t = 1.0
+            for a in e.args:
+                terms(a)
+        worst = max(worst, t)
+        return t
+
+    terms(expr)
+    return worst
+
+
+def polynomial_degree(expr: Any) -> float:
+    """An upper bound of the total degree in the variables (0 for constants), linear in the
+    size of the tree."""
+    if not expr.args:
+        return 1.0 if isinstance(expr, sympy.Symbol) else 0.0
+    if isinstance(expr, sympy.Add):
+        return max(polynomial_degree(a) for a in expr.args)
+    if isinstance(expr, sympy.Mul):
+        return sum(polynomial_degree(a) for a in expr.args)
+    if isinstance(expr, sympy.Pow):
+        base, exp = expr.args
+        base_degree, exp_degree = polynomial_degree(base), polynomial_degree(exp)
+        if exp_degree or not base_degree:
+            return base_degree + exp_degree
+        value = _exponent_value(exp)
+        return base_degree * (abs(value) if value is not None else _HUGE)
+    return max(polynomial_degree(a) for a in expr.args)
+
+
 def check_expression(expr: Any, config: MathConfig) -> None:
     """Walk an unevaluated sympy tree and refuse anything whose value would be enormous."""
     limit = config.max_magnitude_log10
@@ -85,7 +193,11 @@ def check_expression(expr: Any, config: MathConfig) -> None:
                 return float(lb)
             if lx > 8:
                 raise Rejected("power tower too large to evaluate")
-            est = (10.0**lx) * max(lb, 0.30103)
+            value = _exponent_value(exp)
+            if value is not None:  # 10^{(\sqrt{13}-5)/6}, 6^{-1}: the exponent is small
+                est = abs(value) * max(lb, 0.30103)
+            else:
+                est = (10.0**lx) * max(lb, 0.30103)
             if est > limit:
                 raise Rejected(f"power of about 10^{est:.3g} (limit 10^{limit:g})")
             return float(est)
@@ -133,3 +245,7 @@ def check_expression(expr: Any, config: MathConfig) -> None:
     b = bound(expr)
     if b > limit:
         raise Rejected(f"value of about 10^{b:.3g} (limit 10^{limit:g})")
+    if getattr(expr, "free_symbols", None):
+        degree = polynomial_degree(expr)
+        if degree > MAX_DEGREE:
+            raise Rejected(f"polynomial of degree about {degree:.3g} (limit {MAX_DEGREE})")

@@ -78,9 +78,26 @@ _TEXT_CMD = re.compile(
     r"\{([^{}]*)\}"
 )
 _TRAILING_UNIT = re.compile(
-    r"^(?P<head>.*?[\d}\)\]\\a-zA-Z])\s*(?:\\(?:text|mbox|mathrm)\{\s*(?P<tunit>[^{}]*)\}(?:\^\{?\d\}?)?|"
+    r"^(?P<head>.*?[\d}\)\]\\a-zA-Z])\s*(?:\\(?:text|mbox|mathrm|textnormal|textbf|textit|textrm|mathbf)"
+    r"\{\s*(?P<tunit>[^{}]*)\}(?:\^\{?\d\}?)?|"
     r"\s(?P<word>[a-zA-Z]{2,}(?:\s+[a-zA-Z]{2,}){0,3})(?:\^\{?\d\}?)?(?:/[a-zA-Z]+)?\.?)\s*$"
 )
+_MATH_THOUSANDS = re.compile(r"(?<=\d),\\!\s*(?=\d{3}(?!\d))|(?<=\d)\s*\{\s*,\s*\}\s*(?=\d)")
+"""MATH's thousands style: ``10,\\!080``, ``11,\\! 111,\\! 100``, ``14{,}916``, ``14 {, }916``."""
+_DECIMAL_COMMA = re.compile(r"(?<![\d,.])(\d+),(\d+)(?![\d,.])")
+_DOUBLE_ESCAPED = re.compile(
+    r"\\\\(?=(?:frac|dfrac|tfrac|sqrt|text|textbf|mathrm|boxed|pi|le|ge|leq|geq|ne|neq|lt|gt|"
+    r"cdot|times|infty|left|right|pm|mp|in|cup|cap|circ|alpha|beta|theta|sin|cos|tan|log|ln)"
+    r"(?![A-Za-z]))"
+)
+"""``\\\\frac`` for ``\\frac``: text escaped twice (a LaTeX line break is never followed by a
+command name without a space in answers)."""
+_GLUED_OR = re.compile(r"(?<=[\d)\]}])\s*(or|and)\s*(?=[A-Z(\[\\{-])")
+_NOT_EQUAL = re.compile(r"!=|=\\not|\\not\s*=")
+_FRAC_DIGITS = re.compile(r"\\frac\s*(\d)\s*(\d)")
+_FRAC_HALF_BRACED = re.compile(r"\\frac\s*(\d)\s*\{|\\frac\s*(\{[^{}]*\})\s*(\d)")
+_SQRT_DIGIT = re.compile(r"\\sqrt\s*(\d)(?![\d.])")
+_SQRT_CALL = re.compile(r"(?<![\\A-Za-z])sqrt\s*\(([^()]*)\)")
 _THOUSANDS_COMMA = re.compile(r"(?<![\d.])(\d{1,3}(?:,\d{3})+)(?![\d,])(?=(\.\d+)?(?![\d,]))")
 _THOUSANDS_SPACE = re.compile(r"^[+-]?\d{1,3}(?: \d{3})+(?:\.\d+)?$")
 _TRAILING_PUNCT = re.compile(r"[\s.;,]+$")
@@ -113,6 +130,26 @@ def _unicode(s: str) -> str:
     return _UNICODE_RE.sub(lambda m: _UNICODE[m.group(0)], s)
 
 
+def _shorthand(s: str) -> str:
+    r"""``\frac94`` -> ``\frac{9}{4}``, ``\frac3{3}``, ``\frac{1}3``, ``\sqrt3`` -> ``\sqrt{3}``,
+    ``sqrt(2)`` -> ``\sqrt{2}``, ``!=`` -> ``\ne``."""
+    if "\\frac" in s:
+        s = _FRAC_DIGITS.sub(r"\\frac{\1}{\2}", s)
+        s = _FRAC_HALF_BRACED.sub(
+            lambda m: (
+                f"\\frac{{{m.group(1)}}}{{" if m.group(1) else f"\\frac{m.group(2)}{{{m.group(3)}}}"
+            ),
+            s,
+        )
+    if "sqrt" in s:
+        s = _SQRT_DIGIT.sub(r"\\sqrt{\1}", s)
+        s = _SQRT_CALL.sub(r"\\sqrt{\1}", s)
+    if "=" in s:
+        s = _NOT_EQUAL.sub(r" \\ne ", s)
+        s = _GLUED_OR.sub(r" \1 ", s)  # "W(x)=1orW(x)=-1"
+    return s
+
+
 def _strip_units(s: str) -> str:
     for _ in range(3):
         m = _TRAILING_UNIT.match(s)
@@ -120,6 +157,8 @@ def _strip_units(s: str) -> str:
             break
         unit = (m.group("tunit") or m.group("word") or "").strip()
         if unit.lower() in _UNIT_WORDS_KEEP or not unit or re.search(r"\d", unit):
+            break
+        if "(" in unit or len(unit.split()) > 3:  # a remark, not a unit
             break
         head = m.group("head").rstrip()
         if not re.search(r"[\d}]|\\pi|\\infty|\\sqrt", head):
@@ -138,8 +177,13 @@ def normalize(answer: str, config: MathConfig | None = None) -> Normalized:
             s = m.group(2).strip()
     s = _unicode(s)
     s = s.replace("\n", " ").replace("\t", " ")
+    if "\\\\" in s:
+        s = _DOUBLE_ESCAPED.sub(lambda _: "\\", s)
+    if "," in s or "{" in s:
+        s = _MATH_THOUSANDS.sub("", s)
     s = _SPACING.sub(" ", s)
     s = _FRAC_ALIAS.sub(r"\\frac", s)
+    s = _shorthand(s)
     s = s.replace("\\langle", "(").replace("\\rangle", ")")
     s = s.replace("{,}", "").replace("{ ,}", "")
     s = re.sub(r"\\(?:dots|ldots|cdots)|…", "...", s)
@@ -178,7 +222,9 @@ def normalize(answer: str, config: MathConfig | None = None) -> Normalized:
             s = _PERCENT.sub("", s).strip()
     s = _TEXT_CMD.sub(lambda m: m.group(1), s)
     s = " ".join(s.split())
-    if not re.search(r"[(\[{]", s):  # inside brackets a comma separates items
+    if cfg.decimal_comma:
+        s = _DECIMAL_COMMA.sub(r"\1.\2", s)
+    elif not re.search(r"[(\[{]", s):  # inside brackets a comma separates items
         s = _THOUSANDS_COMMA.sub(lambda m: m.group(1).replace(",", ""), s)
     if _THOUSANDS_SPACE.match(s):
         s = s.replace(" ", "")

@@ -10,21 +10,18 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from functools import lru_cache
 from typing import Any
 
 import sympy
-from latex2sympy2_extended import latex2sympy
 
 from referee.verifiers.math.config import MathConfig
-from referee.verifiers.math.fast_latex import parse_simple_latex
-from referee.verifiers.math.fast_numbers import TooLarge, parse_fast_number
-from referee.verifiers.math.guards import Rejected, check_expression, check_text
+from referee.verifiers.math.guards import check_text
 from referee.verifiers.math.normalization import normalize
+from referee.verifiers.math.prose import prose_words
+from referee.verifiers.math.scalars import Unparseable, from_sympy, latex_to_sympy, read_scalar
 from referee.verifiers.math.values import (
     Equation,
     IntervalSet,
-    MatrixValue,
     Relation,
     Scalar,
     Seq,
@@ -34,7 +31,6 @@ from referee.verifiers.math.values import (
 
 __all__ = ["Unparseable", "parse_answer", "to_real_set"]
 
-_I = sympy.Symbol("i")
 _REL_OPS = re.compile(
     r"\\leqslant|\\geqslant|\\leq|\\geq|\\le(?![a-z])|\\ge(?![a-z])|\\lt(?![a-z])|"
     r"\\gt(?![a-z])|\\neq|\\ne(?![a-z])|<=|>=|<|>"
@@ -56,18 +52,20 @@ _REL_KIND = {
     r"\neq": "ne",
 }
 _GREEK = r"\\(?:alpha|beta|gamma|delta|theta|phi|varphi|lambda|mu|sigma|omega|psi|rho|tau)"
-_VAR = re.compile(rf"^(?:[a-zA-Z]|{_GREEK})(?:_\{{?[a-zA-Z0-9]+\}}?)?$")
+_VAR = re.compile(rf"^(?:[a-zA-Z]|{_GREEK})(?:_\{{?[a-zA-Z0-9]+\}}?)?(?:\s*\(\s*[a-zA-Z]\s*\))?$")
 _FUNC_LHS = re.compile(r"^[a-zA-Z](?:_\{?[a-zA-Z0-9]+\}?)?\s*\([a-zA-Z, ]*\)$")
 _VAR_TUPLE = re.compile(r"^\(\s*[a-zA-Z](?:\s*,\s*[a-zA-Z])+\s*\)$")
 _IN_PREFIX = re.compile(r"^([a-zA-Z](?:_\{?[a-zA-Z0-9]+\}?)?)\s*\\in\s*(.+)$")
 _MATRIX = re.compile(r"\\begin\{[pbvBV]?matrix\}|\\begin\{array\}")
 _EMPTY = re.compile(r"^(?:\\emptyset|\\varnothing|\\\{\s*\\\}|\{\s*\})$")
 _PLAIN_NUMBER = re.compile(r"^[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:/\d+)?$")
-_SEPARATORS = (",", " and ", ";")
-
-
-class Unparseable(ValueError):
-    """The answer is not something the verifier can read as math."""
+_SEPARATORS = (",", " and ")
+_ATOM = rf"(?:[A-Za-z]|{_GREEK})(?:_\s*(?:\{{[A-Za-z0-9,]+\}}|[A-Za-z0-9]))?'*"
+_NAME_PART = re.compile(
+    rf"^(?:\\angle\s*|m\s*\\angle\s*|\\overline\s*)?(?:{_ATOM}|\{{(?:{_ATOM})+\}})+"
+    rf"(?:\s*\((?:\s*[A-Za-z0-9]+\s*,?)+\))?$"
+)
+_NAME_FRAC = re.compile(r"^\\frac\s*\{([^{}]*)\}\s*\{([^{}]*)\}$")
 
 
 def _top_level(s: str) -> Iterator[tuple[int, str]]:
@@ -127,81 +125,6 @@ def _closing_index(s: str, start: int) -> int:
     return -1
 
 
-def _latex_to_sympy(s: str, config: MathConfig) -> Any:
-    """Parse (fast subset first, then latex2sympy2_extended), guard, evaluate. Cached: the
-    rollouts of a group often share their answer string."""
-    ok, value = _latex_to_sympy_cached(s, config)
-    if ok:
-        return value
-    kind, message = value
-    raise (Rejected if kind == "rejected" else Unparseable)(message)
-
-
-@lru_cache(maxsize=8192)
-def _latex_to_sympy_cached(s: str, config: MathConfig) -> tuple[bool, Any]:
-    try:
-        return True, _latex_to_sympy_uncached(s, config)
-    except Rejected as exc:
-        return False, ("rejected", str(exc))
-    except Unparseable as exc:
-        return False, ("unparseable", str(exc))
-
-
-def _latex_to_sympy_uncached(s: str, config: MathConfig) -> Any:
-    expr = parse_simple_latex(s)
-    if expr is None:
-        try:
-            expr = latex2sympy(s)
-        except Exception as exc:  # the ANTLR parser raises many types; none is our fault
-            raise Unparseable(f"cannot parse {s[:80]!r}: {type(exc).__name__}") from exc
-    check_expression(expr, config)
-    try:
-        if isinstance(expr, sympy.MatrixBase):
-            return sympy.ImmutableMatrix(expr.doit())
-        value = expr.doit() if hasattr(expr, "doit") else expr
-        if _I in getattr(value, "free_symbols", ()):
-            value = value.subs(_I, sympy.I)
-        return value
-    except (TypeError, ValueError, ArithmeticError, AttributeError, RecursionError) as exc:
-        raise Unparseable(f"cannot evaluate {s[:80]!r}: {type(exc).__name__}") from exc
-
-
-def _scalar(s: str, config: MathConfig) -> Value:
-    try:
-        fast = parse_fast_number(s, config.max_digits, int(config.max_magnitude_log10))
-    except TooLarge as exc:
-        raise Rejected(str(exc)) from exc
-    if fast is not None:
-        return Scalar(
-            exact=fast.value, decimal_places=fast.decimal_places, sig_digits=fast.sig_digits
-        )
-    value = _latex_to_sympy(s, config)
-    return _from_sympy(value)
-
-
-def _from_sympy(value: Any) -> Value:
-    if isinstance(value, sympy.MatrixBase):
-        return MatrixValue(sympy.ImmutableMatrix(value))
-    if isinstance(value, sympy.Set):
-        if isinstance(value, sympy.FiniteSet):
-            return Seq(tuple(_from_sympy(a) for a in value.args), "set")
-        return IntervalSet(value)
-    if isinstance(value, sympy.Equality):
-        lhs_simple = isinstance(value.lhs, sympy.Symbol | sympy.core.function.AppliedUndef)
-        return Equation(value.lhs, _from_sympy(value.rhs), lhs_simple)
-    if isinstance(value, sympy.core.relational.Relational | sympy.And | sympy.Or):
-        return Relation(value)
-    if isinstance(value, sympy.Rational):
-        from fractions import Fraction
-
-        return Scalar(exact=Fraction(int(value.p), int(value.q)), expr=value)
-    if isinstance(value, sympy.Tuple | tuple):
-        return Seq(tuple(_from_sympy(a) for a in value), "tuple", "(", ")")
-    if isinstance(value, sympy.Basic):
-        return Scalar(expr=value)
-    raise Unparseable(f"unsupported value {type(value).__name__}")
-
-
 def _relation(s: str, config: MathConfig) -> Value | None:
     ops = [(m.start(), m.end(), m.group(0)) for m in _REL_OPS.finditer(s)]
     top = {i for i, _ in _top_level(s)}
@@ -223,7 +146,7 @@ def _relation(s: str, config: MathConfig) -> Value | None:
         hi: Any = sympy.S.Infinity
         lo_open = hi_open = True
         try:
-            bounds = {i: _scalar(p, config) for i, p in enumerate(parts) if i != idx}
+            bounds = {i: read_scalar(p, config) for i, p in enumerate(parts) if i != idx}
         except Unparseable:
             bounds = {}
         if bounds and all(isinstance(b, Scalar) for b in bounds.values()):
@@ -248,7 +171,7 @@ def _relation(s: str, config: MathConfig) -> Value | None:
                     hi, hi_open = bound.sym(), kind_v == "lt"
             if ok:
                 return IntervalSet(sympy.Interval(lo, hi, lo_open, hi_open))
-    return Relation(_latex_to_sympy(s, config))
+    return Relation(latex_to_sympy(s, config))
 
 
 def _items(inner: str, config: MathConfig) -> tuple[Value, ...]:
@@ -259,23 +182,112 @@ def _items(inner: str, config: MathConfig) -> tuple[Value, ...]:
     return (_parse(inner.strip(), config),) if inner.strip() else ()
 
 
+def _is_name(lhs: str) -> bool:
+    r"""The left side names a quantity rather than stating a condition: ``x``, ``f(x)``,
+    ``f(2)``, ``AB``, ``|AB|``, ``a_{37}``, ``V_{1}:V_{2}``, ``\frac{NO}{BO}``, ``(p, q)``,
+    ``\angle ABC``; not ``2x``, ``x^2 + y``, ``a + 3z``."""
+    s = lhs.strip()
+    if s.startswith("|") and s.endswith("|"):
+        s = s[1:-1].strip()
+    if _VAR_TUPLE.match(s):
+        return True
+    frac = _NAME_FRAC.match(s)
+    if frac:
+        return all(_NAME_PART.match(p.strip()) for p in frac.groups())
+    parts = re.split(r":|/", s)
+    return all(_NAME_PART.match(p.strip()) for p in parts)
+
+
+def _list(parts: list[str], config: MathConfig) -> Seq:
+    items: list[Value] = []
+    for p in parts:
+        value = _parse(p, config)
+        if isinstance(value, Seq) and value.kind == "list":
+            items.extend(value.items)  # "21, 16 or 11": one flat list
+        else:
+            items.append(value)
+    return Seq(tuple(items), "list")
+
+
+def _groups(parts: list[str], config: MathConfig) -> Seq:
+    """``p=5,q=2; p=7,q=2``: groups separated by semicolons; a group of several is a tuple."""
+    items: list[Value] = []
+    for p in parts:
+        value = _parse(p, config)
+        if isinstance(value, Seq) and value.kind == "list":
+            value = Seq(value.items, "tuple", "(", ")")
+        items.append(value)
+    return Seq(tuple(items), "list")
+
+
+def _equation(eq_parts: list[str], config: MathConfig) -> Value:
+    """``lhs = ... = rhs``. The value is the last side when the left side is a name, when the
+    equation is a chain of three or more sides (``x = 5+5+1 = 11``, intermediate steps), or
+    when both sides are constants (``\\sqrt{4} = 2``, a computation)."""
+    lhs_s, rhs_s = eq_parts[0].strip(), eq_parts[-1].strip()
+    rhs = _parse(rhs_s, config)
+    if _VAR_TUPLE.match(lhs_s):
+        lhs: Any = sympy.Tuple(*sympy.symbols(lhs_s.strip("()").replace(" ", "")))
+        return Equation(lhs, rhs, True)
+    if _VAR.match(lhs_s) or _FUNC_LHS.match(lhs_s):
+        return Equation(latex_to_sympy(lhs_s, config), rhs, True)
+    if _is_name(lhs_s):
+        return Equation(sympy.Symbol(" ".join(lhs_s.split())), rhs, True)
+    if len(eq_parts) > 2 or not lhs_s:
+        return Equation(sympy.Symbol(" ".join(lhs_s.split()) or "_"), rhs, True)
+    lhs = latex_to_sympy(lhs_s, config)
+    constant = not getattr(lhs, "free_symbols", True) and (
+        not isinstance(rhs, Scalar) or not rhs.sym().free_symbols
+    )
+    return Equation(lhs, rhs, constant)
+
+
+def _ratio(s: str, config: MathConfig) -> Value | None:
+    """``7:32`` is the number 7/32; ``12:00`` (a zero second part) is read as its parts."""
+    parts = _split_top(s, ":")
+    if len(parts) != 2 or not parts[0].strip() or not parts[1].strip():
+        return None
+    a, b = (_parse(p.strip(), config) for p in parts)
+    if not isinstance(a, Scalar) or not isinstance(b, Scalar):
+        return None
+    if b.exact == 0 or (b.exact is None and b.sym() == 0):
+        return Seq((a, b), "tuple", ":", ":")
+    if a.exact is not None and b.exact is not None:
+        return Scalar(exact=a.exact / b.exact)
+    return Scalar(expr=a.sym() / b.sym())
+
+
+def _plus_minus(s: str, config: MathConfig) -> Value | None:
+    r"""``\frac{-1 \pm \sqrt{13}}{4}``: a ``\pm`` inside a group means both signs."""
+    if "\\pm" not in s and "\\mp" not in s:
+        return None
+    plus = s.replace("\\pm", "+").replace("\\mp", "-")
+    minus = s.replace("\\pm", "-").replace("\\mp", "+")
+    return Seq((_parse(plus, config), _parse(minus, config)), "set")
+
+
 def _parse(s: str, config: MathConfig) -> Value:
     s = s.strip()
     if not s:
         raise Unparseable("empty answer")
     if _PLAIN_NUMBER.match(s):  # the common case: skip the structural scans
-        return _scalar(s, config)
+        return read_scalar(s, config)
     if _EMPTY.match(s):
         return Seq((), "set")
+    if s[0] == "{" and s[-1] == "}" and _closing_index(s, 0) == len(s) - 1:
+        return _parse(s[1:-1], config)  # plain braces group: {1,3} is the list 1, 3
     m = _IN_PREFIX.match(s)
     if m:
         inner = _parse(m.group(2), config)
         as_set = to_real_set(inner)
         return IntervalSet(as_set) if as_set is not None else inner
+    groups = _split_top(s, ";")
+    if len(groups) > 1 and all(p.strip() for p in groups):
+        return _groups(groups, config)
     for sep in _SEPARATORS:
         parts = _split_top(s, sep)
         if len(parts) > 1 and all(p.strip() for p in parts):
-            return Seq(tuple(_parse(p, config) for p in parts), "list")
+            return _list(parts, config)
     for union in (r"\cup", r"\bigcup", " U ", " or "):
         parts = _split_top(s, union)
         if len(parts) > 1:
@@ -283,7 +295,7 @@ def _parse(s: str, config: MathConfig) -> Value:
             sets = [to_real_set(v) for v in values]
             if any(x is None for x in sets):
                 if union == " or ":  # "x = -2 or x = 3": a list of solutions
-                    return Seq(tuple(values), "list")
+                    return _list(parts, config)
                 raise Unparseable("a union of things that are not sets")
             return IntervalSet(sympy.Union(*sets))
     rel = _relation(s, config)
@@ -291,14 +303,7 @@ def _parse(s: str, config: MathConfig) -> Value:
         return rel
     eq_parts = _split_top(s, "=")
     if len(eq_parts) > 1:
-        lhs_s, rhs_s = eq_parts[0].strip(), eq_parts[-1].strip()
-        rhs = _parse(rhs_s, config)
-        simple = bool(_VAR.match(lhs_s) or _FUNC_LHS.match(lhs_s) or _VAR_TUPLE.match(lhs_s))
-        if _VAR_TUPLE.match(lhs_s):
-            lhs: Any = sympy.Tuple(*sympy.symbols(lhs_s.strip("()").replace(" ", "")))
-        else:
-            lhs = _latex_to_sympy(lhs_s, config) if lhs_s else sympy.Symbol("_")
-        return Equation(lhs, rhs, simple)
+        return _equation(eq_parts, config)
     pm = _split_top(s, r"\pm")
     if len(pm) == 2:
         a = pm[0].strip()
@@ -310,14 +315,21 @@ def _parse(s: str, config: MathConfig) -> Value:
         return Seq(_items(s[2:-2], config), "set")
     if s[0] in "([" and s[-1] in ")]" and _closing_index(s, 0) == len(s) - 1:
         body = s[1:-1]
-        if len(_split_top(body, ",")) > 1:
-            return Seq(
-                tuple(_parse(p, config) for p in _split_top(body, ",")), "tuple", s[0], s[-1]
-            )
+        for sep in (",", ";"):  # (0;-2;6): a semicolon separates coordinates too
+            parts = _split_top(body, sep)
+            if len(parts) > 1:
+                return Seq(tuple(_parse(p, config) for p in parts), "tuple", s[0], s[-1])
         return _parse(body, config)
+    if ":" in s:
+        ratio = _ratio(s, config)
+        if ratio is not None:
+            return ratio
     if _MATRIX.search(s):
-        return _from_sympy(_latex_to_sympy(s, config))
-    return _scalar(s, config)
+        return from_sympy(latex_to_sympy(s, config))
+    pm_inside = _plus_minus(s, config)
+    if pm_inside is not None:
+        return pm_inside
+    return read_scalar(s, config)
 
 
 def to_real_set(value: Value) -> Any | None:
@@ -343,6 +355,9 @@ def parse_answer(answer: str, config: MathConfig | None = None) -> Value:
     if norm.is_text:
         return Text(norm.text.casefold())
     check_text(norm.text, cfg)
+    words = prose_words(norm.text)
+    if words:
+        raise Unparseable(f"prose, not math (words: {', '.join(words[:4])})")
     value = _parse(norm.text, cfg)
     if isinstance(value, Scalar) and (norm.percent or norm.degrees):
         value = Scalar(

@@ -1,0 +1,239 @@
+"""How answers and references are read: extraction order, references, special tokens, prose,
+several boxes, the policy options, and the cost bounds that keep sympy from running away."""
+
+from __future__ import annotations
+
+import pydantic
+import pytest
+import sympy
+
+from referee.client.models import MathGrader
+from referee.services.grading import math_config, score_item
+from referee.verifiers.math import MathConfig, Outcome, Rejected, extract_answer, parse, verify
+from referee.verifiers.math.guards import expansion_terms, polynomial_degree
+from referee.verifiers.math.prose import prose_words
+from referee.verifiers.math.reference import read_reference
+from referee.verifiers.math.segments import math_segments, strip_special_tokens
+
+
+@pytest.mark.parametrize(
+    ("response", "answer", "source"),
+    [
+        ("so \\boxed{5}. The answer is 5.", "5", "final_answer"),
+        ("\\boxed{5}. The answer is correct.", "5", "boxed"),
+        ("<answer>The answer is 7</answer>", "7", "answer_tag"),
+        ("Answer \\[ 9 \\]", "9", "final_answer"),
+        ("Answer $$\n9\n$$", "9", "final_answer"),
+        ("The answer is:\n\n$$42$$", "42", "final_answer"),
+        ("Final Answer: The largest $n$ is 34.", "34", "final_answer"),
+        ("Final Answer: Jane started growing Sphere 3 hours ago.", "3", "final_answer"),
+        ("Final Answer: The answer is not 5.", "not 5", "final_answer"),
+        ("work\n#### 72", "72", "gsm8k"),
+        ("x \\in [2, \\infty)", "x \\in [2, \\infty)", "whole"),
+        ("We get\n$$x = 4$$\nwhich we check.", "x = 4", "display_math"),
+        ("We get\n$$x = 4$$\nso 5 of them.", "5", "last_number"),
+        (
+            "Hence $a = 1$ and so on. Therefore $x \\geq 5$ is the solution.",
+            "x \\geq 5",
+            "inline_math",
+        ),
+        ("Then $x = 2$ and the total is 12.", "12", "last_number"),
+        ("He paid $5 and then $7 more, 12 in all", "12", "last_number"),
+        ("It costs 12 dollars.", "12", "last_number"),
+        ("Thus x = 5. $\\blacksquare$", "5", "last_number"),
+        ("We find that $x \\lt 3$. $\\square$", "x \\lt 3", "inline_math"),
+        ("$\\boxed{A}$. The answer is A because 3 > 2", "A", "boxed"),
+    ],
+)
+def test_extraction_order(response: str, answer: str, source: str) -> None:
+    found = extract_answer(response)
+    assert (found.answer, found.source) == (answer, source)
+
+
+def test_a_cue_then_math_that_does_not_close_is_no_answer() -> None:
+    for response in ("Answer $ \n 9 \n $", "Answer \\( \n 9 \n \\)"):
+        verdict = verify(response, "9")
+        assert verdict.outcome is Outcome.NO_ANSWER, verdict
+    assert verify("The answer is $376.", "376").score == 1.0  # a dollar sign, not math
+
+
+def test_math_segments() -> None:
+    segs = math_segments("a $x$ b $$y$$ c \\(z\\) d \\[w\\] e \\$5 f $5 and $6 g")
+    assert [(s.inner, s.display) for s in segs] == [
+        ("x", False),
+        ("y", True),
+        ("z", False),
+        ("w", True),
+    ]
+    assert math_segments("$a\nb$") == []  # an inline segment ends on its line
+
+
+@pytest.mark.parametrize(
+    ("raw", "clean"),
+    [
+        ("The final answer is 0.75<|im_end|>", "The final answer is 0.75\n"),
+        ("#### 72<|endoftext|>", "#### 72\n"),
+        ("\\boxed{5}</s>", "\\boxed{5}\n"),
+        ("5<|eot_id|>", "5\n"),
+        ("5<|end_of_text|>", "5\n"),
+        ("5<｜end▁of▁sentence｜>", "5\n"),
+        ("<|im_start|>assistant\nIt is 5<|im_end|>", "\nIt is 5\n"),
+        ("It is 5<|im_end|>\n<|im_start|>user\nNow 4?", "It is 5\n\n"),
+        ("no tokens at all", "no tokens at all"),
+    ],
+)
+def test_special_tokens(raw: str, clean: str) -> None:
+    assert strip_special_tokens(raw) == clean
+
+
+@pytest.mark.parametrize(
+    ("reference", "answer", "how"),
+    [
+        ("\\frac{1}{2}", "\\frac{1}{2}", "whole"),
+        ("$\\frac{1}{2}$", "$\\frac{1}{2}$", "whole"),
+        ("so $x = \\boxed{2}$.", "2", "boxed"),
+        ("$\\boxed{1}\\boxed{2}$", "1, 2", "boxes"),
+        ("\\boxed{1} no no no no no \\boxed{2}", "2", "boxed"),
+        ("\\boxed{W(n) = 1", "W(n) = 1", "boxed"),
+        ("answer is 0.6666667", "0.6666667", "final_answer"),
+        ("It sells 9 eggs.\n#### 18", "18", "gsm8k"),
+    ],
+)
+def test_read_reference(reference: str, answer: str, how: str) -> None:
+    assert read_reference(reference) == (answer, how)
+
+
+def test_the_reference_used_is_shown_and_an_unreadable_one_is_bad_reference() -> None:
+    solution = "Since $x^2 = 4$ and $x > 0$, $x = \\boxed{2}$."
+    verdict = verify("The answer is 2.", solution)
+    assert verdict.correct and verdict.parsed_reference == "2"
+    for bad in (
+        "",
+        "Let x be the number; we solve for it.",
+        "\\frac{1}{2} \\text{ (a long remark)}",
+    ):
+        verdict = verify("The answer is \\boxed{3}", bad)
+        assert verdict.outcome is Outcome.BAD_REFERENCE and verdict.score == 0.0, bad
+        assert verdict.reason and verdict.reason.startswith("reference:")
+
+
+@pytest.mark.parametrize(
+    ("text", "words"),
+    [
+        ("2x = 8, so x = 4", ["so"]),
+        ("The volume of ABCDEFGH is 120", ["The", "volume", "of", "is"]),
+        ("Jane started 3", ["Jane", "started"]),
+        ("2ab + 3bc", []),
+        ("AB + CD", []),
+        ("\\frac{NO}{BO}", []),
+        ("S_{MBCN}:S", []),
+        ("\\sin x + \\log_2 8", []),
+        ("\\begin{pmatrix} 1 & 0 \\end{pmatrix}", []),
+        ("a + b", []),
+        ("a circle of radius 2", ["a", "circle", "of", "radius"]),
+    ],
+)
+def test_prose_words(text: str, words: list[str]) -> None:
+    assert prose_words(text) == words
+
+
+def test_prose_is_never_a_product_of_letters() -> None:
+    for answer in ("2x = 8, so x = 4", "Jane started growing Sphere 3", "the value 5"):
+        with pytest.raises(ValueError, match="prose"):
+            parse(answer)
+    verdict = verify("2x = 8, so x = 4", "4")
+    assert verdict.outcome is Outcome.UNPARSEABLE and verdict.parsed_response is None
+
+
+@pytest.mark.parametrize(
+    ("response", "reference", "outcome"),
+    [
+        ("\\boxed{1}, \\boxed{2}, \\boxed{3}", "\\{1, 2, 3\\}", Outcome.CORRECT),
+        ("\\boxed{3}, \\boxed{2}, \\boxed{1}", "1, 2, 3", Outcome.CORRECT),
+        ("\\boxed{1}, \\boxed{2}", "1, 2, 3", Outcome.WRONG),
+        (
+            "\\boxed{(2, 2)} \\quad \\text{and} \\quad \\boxed{(6, 2)}",
+            "(2, 2), (6, 2)",
+            Outcome.CORRECT,
+        ),
+        ("\\boxed{2}, \\boxed{3}", "(2, 3)", Outcome.CORRECT),
+        ("\\boxed{3}, \\boxed{2}", "(2, 3)", Outcome.WRONG),
+        ("\\boxed{7} or \\boxed{8}", "7", Outcome.HEDGED),
+        ("\\boxed{7} ... \\boxed{7}", "7", Outcome.CORRECT),
+    ],
+)
+def test_several_boxes_are_one_answer_only_for_a_list_reference(
+    response: str, reference: str, outcome: Outcome
+) -> None:
+    assert verify(response, reference).outcome is outcome
+
+
+def test_decimal_comma() -> None:
+    on = MathConfig(decimal_comma=True)
+    assert verify("\\boxed{1,22}", "1.22").score == 0.0
+    assert verify("\\boxed{1,22}", "1.22", on).score == 1.0
+    assert verify("\\boxed{1,000}", "1000").score == 1.0
+    assert verify("\\boxed{1,000}", "1000", on).score == 0.0  # the clash, documented
+    assert verify("Total : 2,74 €", "2.74", on).score == 1.0
+    assert verify("\\boxed{1, 2}", "1, 2", on).score == 1.0  # a comma and a space: a list
+
+
+def test_list_order() -> None:
+    ordered = MathConfig(ordered_lists=True)
+    assert verify("\\boxed{-2, 1}", "1, -2").score == 1.0
+    assert verify("\\boxed{-2, 1}", "1, -2", ordered).score == 0.0
+    assert verify("\\boxed{1, -2}", "1, -2", ordered).score == 1.0
+    assert verify("\\boxed{\\{-2, 1\\}}", "\\{1, -2\\}", ordered).score == 1.0  # sets: never
+    assert verify("\\boxed{(2, 1)}", "(1, 2)").score == 0.0  # tuples: always
+
+
+def test_numeric_tolerance() -> None:
+    loose = MathConfig(abs_tol=0.01)
+    assert verify("\\boxed{0.33}", "\\frac{1}{3}").score == 0.0
+    assert verify("\\boxed{0.33}", "\\frac{1}{3}", loose).score == 1.0
+    assert verify("\\boxed{0.32}", "\\frac{1}{3}", loose).score == 0.0
+    assert verify("\\boxed{3.14}", "\\pi", loose).score == 1.0
+    matrix = "\\begin{pmatrix}0.33\\\\0.2\\end{pmatrix}"
+    assert verify(f"\\boxed{{{matrix}}}", "(\\frac{1}{3}, \\frac{1}{5})", loose).score == 1.0
+
+
+def test_the_options_travel_on_the_wire() -> None:
+    spec = MathGrader(reference="1.22", decimal_comma=True, ordered_lists=True, abs_tol=0.5)
+    config = math_config(spec.model_dump())
+    assert (config.decimal_comma, config.ordered_lists, config.abs_tol) == (True, True, 0.5)
+    defaults = math_config(MathGrader(reference="1").model_dump())
+    assert (defaults.decimal_comma, defaults.ordered_lists, defaults.abs_tol) == (
+        False,
+        False,
+        0.0,
+    )
+    score, details = score_item(spec.model_dump(), "\\boxed{1,22}")
+    assert score == 1.0 and details["outcome"] == "correct"
+    with pytest.raises(pydantic.ValidationError):
+        MathGrader(reference="1", abs_tol=-1)
+
+
+def test_cost_bounds() -> None:
+    x, y, z, w = sympy.symbols("x y z w")
+    big = sympy.Pow(x + y + z + w, 40, evaluate=False)
+    assert round(expansion_terms(big)) == 12341  # C(43, 3), computed without expanding
+    assert expansion_terms(sympy.sin(big)) >= 12341
+    assert expansion_terms(x + 1) == 2
+    assert polynomial_degree(sympy.Pow(sympy.Pow(x, 100) + 1, 100, evaluate=False)) == 10_000
+    with pytest.raises(Rejected, match="degree"):
+        parse("(x^{100}+1)^{100}")
+    assert parse("10^{\\frac{-5+\\sqrt{13}}{6}}")  # a small exponent is no power tower
+
+
+def test_the_new_scans_are_linear_on_hostile_text() -> None:
+    for text in (
+        "$" * 200_000,
+        "answer $" * 30_000,
+        "\\(" * 100_000,
+        "<|im_start|>" * 50_000,
+        "\\boxed{1} and " * 10_000,
+        "The final answer is " + "x is " * 20_000,
+        "$x$. " * 40_000,
+        "answer" + " " * 500_000 + "is 5",
+    ):
+        verify(text, "1")  # returns at all: no quadratic scan
