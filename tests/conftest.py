@@ -1,4 +1,5 @@
-"""Shared fixtures: a real uvicorn server on a free port, polled until ready."""
+"""Shared fixtures: a real uvicorn server on a free port, polled until ready; the sandbox
+languages, each needing its toolchain."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -16,6 +17,56 @@ import httpx
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
+
+# The Debian packages of each sandbox language's toolchain (tests/prepare.sh installs them all).
+TOOLCHAIN_PACKAGES = {
+    "python": "python3",
+    "c": "gcc libc6-dev",
+    "cpp": "g++",
+    "java": "default-jdk-headless",
+    "javascript": "nodejs",
+    "go": "golang-go",
+    "rust": "rustc",
+    "bash": "bash",
+}
+
+
+def require_toolchain(language: str) -> None:
+    """Return if ``language``'s toolchain is installed here. Otherwise fail on CI (``CI`` set:
+    CI installs every toolchain, so a missing one is a broken set-up, not a smaller machine),
+    and elsewhere skip, saying what to install."""
+    from referee.sandbox import available_languages
+
+    if language in available_languages():
+        return
+    how = (
+        f"the {language} toolchain is not installed here: `apt-get install "
+        f"{TOOLCHAIN_PACKAGES.get(language, language)}` (or `make test` as root, which runs "
+        "tests/prepare.sh)"
+    )
+    if os.environ.get("CI", "").lower() not in ("", "0", "false", "no"):
+        pytest.fail(f"{how}; CI must test every language", pytrace=False)
+    pytest.skip(how)
+
+
+@pytest.fixture()
+def toolchain() -> Callable[[str], None]:
+    """``toolchain(language)``: ``require_toolchain`` for a test that needs one language."""
+    return require_toolchain
+
+
+def _known_languages() -> list[str]:
+    from referee.sandbox import known_languages
+
+    return known_languages()
+
+
+@pytest.fixture(params=_known_languages())
+def installed_language(request: pytest.FixtureRequest) -> str:
+    """Each language referee has a recipe for, with its toolchain (see ``require_toolchain``)."""
+    language = str(request.param)
+    require_toolchain(language)
+    return language
 
 
 @dataclass
