@@ -146,6 +146,30 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
 
 
 @pytest.fixture(scope="session")
+def taught_judge(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A tiny judge taught the verdicts of tests/trained_judge.py (seconds): a local model's
+    path, for ``REFEREE_JUDGE_MODEL`` or ``TransformersBackend.from_pretrained``."""
+    from trained_judge import collect_lessons, teach
+
+    return teach(collect_lessons(), tmp_path_factory.mktemp("taught-judge"))
+
+
+@pytest.fixture(scope="session")
+def judge_server(taught_judge: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    """A referee server whose judge is the taught model (transformers backend, in-process)."""
+    env = {
+        "REFEREE_JUDGE_BACKEND": "transformers",
+        "REFEREE_JUDGE_MODEL": str(taught_judge),
+        "REFEREE_TORCH_THREADS": "1",
+        "REFEREE_MATH_WORKERS": "1",
+    }
+    srv = start_server(tmp_path_factory.mktemp("judge-server"), env, "judge-server")
+    yield srv
+    stop_server(srv)
+    assert "Traceback" not in srv.log.read_text(errors="replace"), srv.log_tail()
+
+
+@pytest.fixture(scope="session")
 def referee_server_factory() -> Iterator[object]:
     """Start extra servers with their own settings: ``factory(tmp_path, env, name)``."""
     started: list[Server] = []
