@@ -6,9 +6,10 @@ HOST   ?= 127.0.0.1
 PORT   ?= 8000
 STAMP  := $(VENV)/.installed
 
-.PHONY: install serve test lint typecheck unit bench clean
+.PHONY: install serve test prepare lint typecheck unit bench clean
 
 $(STAMP): pyproject.toml
+	@$(PYTHON) -c 'import ensurepip, venv' 2>/dev/null || { echo "make: $(PYTHON) has no venv module: apt-get install python3-venv" >&2; exit 1; }
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -e '.[dev]' --config-settings editable_mode=strict
@@ -20,9 +21,13 @@ install: $(STAMP)
 serve: $(STAMP)
 	$(VENV)/bin/referee serve --host $(HOST) --port $(PORT)
 
-## test: lint, type-check, then the whole test suite
-test: lint typecheck
+## test: prepare the machine (tests/prepare.sh), lint, type-check, then the whole test suite
+test: prepare lint typecheck
 	$(PY) -m pytest
+
+## prepare: what the tests need besides .venv (as root: packages, dockerd, the sandbox image)
+prepare: $(STAMP)
+	bash tests/prepare.sh
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .

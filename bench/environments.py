@@ -86,13 +86,19 @@ def _start(workers: int, log: Path) -> tuple[subprocess.Popen[bytes], str]:
     raise RuntimeError("the server did not start")
 
 
-def build_items(per_task: int) -> tuple[list[dict[str, Any]], float, int]:
-    """Items (task, entry, response) for every family; generation time and problem count."""
+def build_items(
+    per_task: int,
+) -> tuple[list[dict[str, Any]], float, int, dict[str, float]]:
+    """Items (task, entry, response) for every family; generation time, problem count, and
+    seconds per problem of each family."""
     items = []
     t = time.perf_counter()
     generated = 0
+    per_problem: dict[str, float] = {}
     for task in procedural.family_names():
+        started = time.perf_counter()
         problems = procedural.generate(task, {}, seed=0, n=per_task)
+        per_problem[task] = (time.perf_counter() - started) / max(1, len(problems))
         generated += len(problems)
         for p in problems:
             others = [q["answer"] for q in problems if q["answer"] != p["answer"]]
@@ -100,7 +106,7 @@ def build_items(per_task: int) -> tuple[list[dict[str, Any]], float, int]:
             wrong = (others[0] if others else None) or "zzz"
             for response in (f"<answer>{right}</answer>", f"<answer>{wrong}</answer>"):
                 items.append({"task": task, "entry": p["entry"], "response": response})
-    return items, time.perf_counter() - t, generated
+    return items, time.perf_counter() - t, generated, per_problem
 
 
 def direct(items: list[dict[str, Any]], rounds: int) -> tuple[float, list[float]]:
@@ -187,7 +193,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
 
     procedural.families()  # import reasoning-gym before timing
-    items, gen_s, generated = build_items(args.per_task)
+    items, gen_s, generated, per_problem = build_items(args.per_task)
     t = time.perf_counter()
     procedural.generate("basic_arithmetic", {}, seed=1, n=1000)
     arith_rate = 1000 / (time.perf_counter() - t)
@@ -240,6 +246,13 @@ def main(argv: list[str] | None = None) -> int:
         f"| basic_arithmetic, 1,000, in-process | {arith_rate:,.0f} |",
         f"| basic_arithmetic, 1,000, `POST /v1/environments/basic_arithmetic/problems` "
         f"(2 workers) | {gen_http:,.0f} |",
+    ]
+    slowest = sorted(per_problem.items(), key=lambda kv: -kv[1])[:5]
+    lines += [
+        "",
+        "Slowest generators (seconds per problem, default config): "
+        + ", ".join(f"`{task}` {sec:.2f} s" for task, sec in slowest)
+        + ".",
     ]
     text = "\n".join(lines)
     print(text)

@@ -256,6 +256,16 @@ def main(argv: list[str] | None = None) -> int:
             f"| {workload} | {mode} | {p50:.1f} | {p95:.1f} | {jobs_s:.1f} | {runs_s:.1f} "
             f"| {ratio:.2f}x |"
         )
+    p50s = {(w, m): p50 for w, m, p50, *_ in rows}
+    if ("python", "library (docker)") in p50s:
+        # the trivial program does next to nothing: what a docker run adds is its container
+        per_run = p50s[("python", "library (docker)")] - floor["python"]
+        lines += [
+            "",
+            f"A container per run (create, start, wait, remove) costs {per_run:.1f} ms here: the "
+            "docker backend's p50 on the trivial Python program minus the bare subprocess's; "
+            "a cpp10 job pays it 11 times (the compile and each of its 10 tests).",
+        ]
     lines += [
         "",
         "SandboxFusion is compared by bench/sandbox_fusion.py (it needs a running server).",

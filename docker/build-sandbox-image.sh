@@ -13,6 +13,7 @@
 # hash of the Dockerfile and the base). Run as root. Options (environment):
 #   REFEREE_SANDBOX_TOOLCHAINS  Debian packages to include (default: every sandbox language)
 #   REFEREE_SANDBOX_IMAGE       the tag to build (default referee-sandbox:latest)
+#   REFEREE_SANDBOX_BASE        the base image's name (default referee-sandbox-base)
 #   REFEREE_DEBIAN_MIRROR       mirror URL (default: the Debian URI of apt's sources on this host)
 #   REFEREE_INSTALL_DEPS=1      apt-get install docker.io/debootstrap when missing (default 1)
 #   REFEREE_REBUILD=1           ignore the cache and existing images
@@ -101,7 +102,7 @@ include="$(echo "$toolchains" | tr -s ' ' ',' | sed 's/^,//; s/,$//')"
 deboot_opts="--variant=minbase --include=$include $suite"
 key="$(printf '%s\n' "$deboot_opts" "v1" | sha256sum | cut -c1-12)"
 tarball="$cache_dir/sandbox-rootfs-$suite-$key.tar"
-base="referee-sandbox-base:$suite-$key"
+base="${REFEREE_SANDBOX_BASE:-referee-sandbox-base}:$suite-$key"
 mkdir -p "$cache_dir"
 if [ "$rebuild" != 1 ] && docker image inspect "$base" >/dev/null 2>&1; then
   echo "[build-sandbox-image] base image exists ($base): no root needed"

@@ -196,21 +196,36 @@ def tiny_transformers_backend(seed: int = 0) -> Any:
     return TransformersBackend(LlamaForCausalLM(config), tok, name="tiny-llama")
 
 
+_SERVE_LOCAL_MODEL = """
+import sys
+import uvicorn
+from referee.genrm.openai_server import create_app
+from referee.genrm.transformers_backend import TransformersBackend
+app = create_app(TransformersBackend.from_pretrained(sys.argv[1]))
+uvicorn.run(app, host="127.0.0.1", port=int(sys.argv[2]), log_level="warning")
+"""
+
+
 def create_tiny_app() -> FastAPI:
     return create_app(tiny_transformers_backend())
 
 
-def start_tiny_server(timeout_s: float = 120.0) -> tuple[subprocess.Popen[bytes], str]:
-    """Start the tiny model's server in a uvicorn subprocess on a free loopback port; returns
-    the process (terminate it when done) and its URL, once ``/v1/models`` answers."""
+def start_tiny_server(
+    timeout_s: float = 120.0, model_path: str | None = None, torch_threads: int | None = None
+) -> tuple[subprocess.Popen[bytes], str]:
+    """Start the test LLM server in a uvicorn subprocess on a free loopback port; returns the
+    process (terminate it when done) and its URL, once ``/v1/models`` answers. It serves the
+    tiny random model, or the local model at ``model_path`` (transformers)."""
     import httpx
 
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
-    proc = subprocess.Popen(
-        [
-            sys.executable,
+    env = os.environ.copy()
+    if torch_threads:
+        env["OMP_NUM_THREADS"] = str(torch_threads)
+    if model_path is None:
+        argv = [
             "-m",
             "uvicorn",
             "--factory",
@@ -221,9 +236,10 @@ def start_tiny_server(timeout_s: float = 120.0) -> tuple[subprocess.Popen[bytes]
             str(port),
             "--log-level",
             "warning",
-        ],
-        env=os.environ.copy(),
-    )
+        ]
+    else:
+        argv = ["-c", _SERVE_LOCAL_MODEL, model_path, str(port)]
+    proc = subprocess.Popen([sys.executable, *argv], env=env)
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:

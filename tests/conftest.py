@@ -1,4 +1,5 @@
-"""Shared fixtures: a real uvicorn server on a free port, polled until ready."""
+"""Shared fixtures: a real uvicorn server on a free port, polled until ready; the sandbox
+languages, each needing its toolchain."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -16,6 +17,56 @@ import httpx
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
+
+# The Debian packages of each sandbox language's toolchain (tests/prepare.sh installs them all).
+TOOLCHAIN_PACKAGES = {
+    "python": "python3",
+    "c": "gcc libc6-dev",
+    "cpp": "g++",
+    "java": "default-jdk-headless",
+    "javascript": "nodejs",
+    "go": "golang-go",
+    "rust": "rustc",
+    "bash": "bash",
+}
+
+
+def require_toolchain(language: str) -> None:
+    """Return if ``language``'s toolchain is installed here. Otherwise fail on CI (``CI`` set:
+    CI installs every toolchain, so a missing one is a broken set-up, not a smaller machine),
+    and elsewhere skip, saying what to install."""
+    from referee.sandbox import available_languages
+
+    if language in available_languages():
+        return
+    how = (
+        f"the {language} toolchain is not installed here: `apt-get install "
+        f"{TOOLCHAIN_PACKAGES.get(language, language)}` (or `make test` as root, which runs "
+        "tests/prepare.sh)"
+    )
+    if os.environ.get("CI", "").lower() not in ("", "0", "false", "no"):
+        pytest.fail(f"{how}; CI must test every language", pytrace=False)
+    pytest.skip(how)
+
+
+@pytest.fixture()
+def toolchain() -> Callable[[str], None]:
+    """``toolchain(language)``: ``require_toolchain`` for a test that needs one language."""
+    return require_toolchain
+
+
+def _known_languages() -> list[str]:
+    from referee.sandbox import known_languages
+
+    return known_languages()
+
+
+@pytest.fixture(params=_known_languages())
+def installed_language(request: pytest.FixtureRequest) -> str:
+    """Each language referee has a recipe for, with its toolchain (see ``require_toolchain``)."""
+    language = str(request.param)
+    require_toolchain(language)
+    return language
 
 
 @dataclass
@@ -91,6 +142,30 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     stop_server(srv)
     # uvicorn re-raises SIGTERM after a graceful shutdown, so -SIGTERM is a clean exit here.
     assert srv.process.returncode in (0, -signal.SIGTERM), srv.log_tail()
+    assert "Traceback" not in srv.log.read_text(errors="replace"), srv.log_tail()
+
+
+@pytest.fixture(scope="session")
+def taught_judge(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A tiny judge taught the verdicts of tests/trained_judge.py (seconds): a local model's
+    path, for ``REFEREE_JUDGE_MODEL`` or ``TransformersBackend.from_pretrained``."""
+    from trained_judge import collect_lessons, teach
+
+    return teach(collect_lessons(), tmp_path_factory.mktemp("taught-judge"))
+
+
+@pytest.fixture(scope="session")
+def judge_server(taught_judge: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    """A referee server whose judge is the taught model (transformers backend, in-process)."""
+    env = {
+        "REFEREE_JUDGE_BACKEND": "transformers",
+        "REFEREE_JUDGE_MODEL": str(taught_judge),
+        "REFEREE_TORCH_THREADS": "1",
+        "REFEREE_MATH_WORKERS": "1",
+    }
+    srv = start_server(tmp_path_factory.mktemp("judge-server"), env, "judge-server")
+    yield srv
+    stop_server(srv)
     assert "Traceback" not in srv.log.read_text(errors="replace"), srv.log_tail()
 
 

@@ -100,21 +100,33 @@ def test_regex_reads_only_the_first_100k_characters() -> None:
 
 
 @pytest.mark.parametrize(
-    ("hostile", "pattern"),
+    ("hostile", "pattern", "outcome", "reason"),
     [
-        ("<think>" * 150_000, "think_answer"),
-        ("<think>" * 150_000, "think"),
-        ("<answer>" * 120_000, "answer_tag"),
-        ("\\boxed{" * 150_000, "boxed"),
-        ("\\boxed{}" * 120_000, "boxed"),
-        ("\\boxed " * 150_000, "boxed"),
-        ("(" * 1_000_000, "boxed"),
-        ("{" * 1_000_000, "boxed"),
-        ("\x00" * 1_000_000, "think_answer"),
-        ("<think>" + "\x00" * 1_000_000 + "</think><answer>\x00x</answer>", "think_answer"),
-        ("(" * 1_000_000, "regex:\\(*"),
+        ("<think>" * 150_000, "think_answer", "wrong", "150000 <think> blocks"),
+        ("<think>" * 150_000, "think", "wrong", "150000 <think> blocks"),
+        ("<answer>" * 120_000, "answer_tag", "wrong", "120000 <answer> blocks"),
+        ("\\boxed{" * 150_000, "boxed", "wrong", "unclosed \\boxed{"),
+        ("\\boxed{}" * 120_000, "boxed", "wrong", "empty \\boxed{}"),
+        ("\\boxed " * 150_000, "boxed", "wrong", "no \\boxed{...}"),
+        ("(" * 1_000_000, "boxed", "wrong", "no \\boxed{...}"),
+        ("{" * 1_000_000, "boxed", "wrong", "no \\boxed{...}"),
+        ("\x00" * 1_000_000, "think_answer", "wrong", "no <think> opening tag"),
+        # NUL bytes are text like any other: the shape is right
+        (
+            "<think>" + "\x00" * 1_000_000 + "</think><answer>\x00x</answer>",
+            "think_answer",
+            "correct",
+            None,
+        ),
+        ("(" * 1_000_000, "regex:\\(*", "correct", None),
     ],
 )
-def test_hostile_inputs_finish(hostile: str, pattern: str) -> None:
+def test_hostile_inputs_finish(
+    hostile: str, pattern: str, outcome: str, reason: str | None
+) -> None:
     result = check_format(hostile, pattern)
-    assert result.outcome in ("correct", "wrong")
+    assert (result.outcome, result.score, result.reason) == (
+        outcome,
+        1.0 if outcome == "correct" else 0.0,
+        reason,
+    )

@@ -159,8 +159,11 @@ def test_bad_choices_raise(choices: str) -> None:
     ],
 )
 def test_hostile_inputs_finish(hostile: str) -> None:
+    # None names a choice the way the rules read one (the "(C)" stands more than 64 characters
+    # after its phrase; "A or A" is not an answer phrase, "I" is not a choice): no answer.
     result = verify_multiple_choice(hostile, "C")
-    assert result.outcome in ("correct", "wrong", "no_answer", "hedged")
+    assert (result.outcome, result.score, result.extracted) == ("no_answer", 0.0, None)
+    assert result.reason == "no choice letter found"
 
 
 def test_nul_bytes_are_ignored() -> None:

@@ -12,8 +12,6 @@ import redis
 
 from referee.verifiers import procedural
 
-pytest.importorskip("reasoning_gym")
-
 
 @pytest.fixture(scope="module")
 def env_server(tmp_path_factory: pytest.TempPathFactory, referee_server_factory: Any) -> str:

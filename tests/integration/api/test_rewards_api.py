@@ -108,21 +108,27 @@ def test_every_grader_type_and_weighted(server: Server) -> None:
     assert [p["type"] for p in scores["w-half"]["details"]["parts"]] == ["math", "format"]
 
 
+# Hostile answers and the guard that refuses each (a phrase of its reason).
+HOSTILE_MATH = [
+    ("9^{9^{9^{9^{9}}}}", "power tower"),
+    ("(10^{10})!", "factorial"),
+    ("{" * 5000 + "1" + "}" * 5000, "characters (limit"),
+    ("1" * 300_000, "characters (limit"),
+    ("\\sum_{k=1}^{10^{12}} k", "more than 10^4 terms"),
+    ("e^{e^{e^{e^{e}}}}", "power tower"),
+]
+
+
 def test_hostile_items_fail_alone_and_the_server_stays_healthy(server: Server) -> None:
-    hostile = [
-        "9^{9^{9^{9^{9}}}}",
-        "(10^{10})!",
-        "{" * 5000 + "1" + "}" * 5000,
-        "1" * 300_000,
-        "\\sum_{k=1}^{10^{12}} k",
-        "e^{e^{e^{e^{e}}}}",
-    ]
+    hostile = [answer for answer, _ in HOSTILE_MATH]
     items = [math_item(i, h, "3") for i, h in enumerate(hostile)]
     items.append(math_item(99, "3", "3"))
     body = post(server, "/v1/rewards", {"items": items}).json()
     assert [r["score"] for r in body["rewards"]] == [0.0] * len(hostile) + [1.0]
-    for r in body["rewards"][:-1]:
-        assert r["details"]["outcome"] in {"rejected", "unparseable", "timeout", "no_answer"}
+    # each is refused by a guard before any evaluation: one right outcome, with its reason
+    for r, (_, reason) in zip(body["rewards"][:-1], HOSTILE_MATH, strict=True):
+        assert r["details"]["outcome"] == "rejected", r["details"]
+        assert reason in r["details"]["reason"], r["details"]
     assert httpx.get(server.url + "/readyz").status_code == 200
 
 
@@ -165,21 +171,24 @@ def test_math_verify(server: Server) -> None:
 
 
 @pytest.mark.parametrize(
-    ("body", "where"),
+    ("body", "where", "message"),
     [
         (
             {"items": [{"id": "1", "response": "x", "grader": {"type": "nope", "reference": "1"}}]},
             "items.0.grader",
+            "does not match any of the expected tags",
         ),
         (
             {"items": [{"id": "1", "response": 5, "grader": {"type": "math", "reference": "1"}}]},
             "items.0.response",
+            "Input should be a valid string",
         ),
         (
             {"items": [{"id": "1", "response": "x", "grader": {"type": "math"}}]},
             "items.0.grader.math.reference",
+            "Field required",
         ),
-        ({"items": []}, "items"),
+        ({"items": []}, "items", "at least 1 item"),
         (
             {
                 "items": [
@@ -192,6 +201,7 @@ def test_math_verify(server: Server) -> None:
                 ]
             },
             "items.0.extra",
+            "Extra inputs are not permitted",
         ),
         (
             {
@@ -204,6 +214,7 @@ def test_math_verify(server: Server) -> None:
                 ]
             },
             "items.0.grader.string_check",
+            "Input should be 'eq', 'ne', 'like' or 'ilike'",
         ),
         (
             {
@@ -216,6 +227,7 @@ def test_math_verify(server: Server) -> None:
                 ]
             },
             "items.0.grader.format.pattern",
+            "the regex does not compile",
         ),
         (
             {
@@ -224,17 +236,22 @@ def test_math_verify(server: Server) -> None:
                 ]
             },
             "items.0.grader.format.pattern",
+            "unknown pattern 'xml'",
         ),
     ],
 )
-def test_invalid_bodies_are_422_problems(server: Server, body: object, where: str) -> None:
+def test_invalid_bodies_are_422_problems(
+    server: Server, body: object, where: str, message: str
+) -> None:
     r = post(server, "/v1/rewards", body)
     assert r.status_code == 422
     assert r.headers["content-type"] == "application/problem+json"
     problem = r.json()
     assert problem["type"] == "invalid-request" and problem["status"] == 422
     assert any(".".join(e["loc"]).startswith("body." + where) for e in problem["errors"]), problem
-    assert where.split(".")[-1] in problem["detail"] or problem["detail"]
+    # the detail names the place and says what is wrong there
+    assert problem["detail"].startswith("body." + where), problem["detail"]
+    assert message in problem["detail"], problem["detail"]
 
 
 def test_malformed_json_is_a_422_problem(server: Server) -> None:

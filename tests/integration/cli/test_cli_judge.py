@@ -1,5 +1,6 @@
-"""``referee judge`` (in-process and against a server) and the SDK's ``judge()``, with a real tiny
-transformers judge."""
+"""``referee judge`` (in-process and against a server) and the SDK's ``judge()``, with real tiny
+transformers judges: a random one (label probabilities) and one taught its verdicts
+(tests/trained_judge.py)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from trained_judge import GRADERS, PRIME_QUESTION, PRIMES, QUESTION, RESPONSES
 
 from referee.client import AsyncRefereeClient, InvalidRequest, RefereeClient, ServiceUnavailable
 
@@ -35,11 +37,13 @@ def lines(out: str) -> list[dict[str, Any]]:
 
 
 @pytest.fixture(scope="module")
-def judge_server(referee_server_factory: Any, tmp_path_factory: pytest.TempPathFactory) -> Any:
+def random_judge_server(
+    referee_server_factory: Any, tmp_path_factory: pytest.TempPathFactory
+) -> Any:
     return referee_server_factory(tmp_path_factory.mktemp("judge"), JUDGE_ENV, "judge")
 
 
-def test_in_process_and_through_a_server_agree(judge_server: Any, tmp_path: Path) -> None:
+def test_in_process_and_through_a_server_agree(random_judge_server: Any, tmp_path: Path) -> None:
     answers = tmp_path / "answers.jsonl"
     answers.write_text('"5"\n\n{"response": "four"}\n')
     grader = tmp_path / "grader.json"
@@ -47,7 +51,7 @@ def test_in_process_and_through_a_server_agree(judge_server: Any, tmp_path: Path
     common = ["--prompt", "What is 2+2?", "--response", "4", "--responses", str(answers)]
     local = referee("judge", "--grader", json.dumps(P_YES), *common, env=JUDGE_ENV)
     assert local.returncode == 0, local.stderr
-    remote = referee("judge", "--grader", str(grader), *common, "--server", judge_server.url)
+    remote = referee("judge", "--grader", str(grader), *common, "--server", random_judge_server.url)
     assert remote.returncode == 0, remote.stderr
     here, there = lines(local.stdout), lines(remote.stdout)
     assert [x["index"] for x in here] == [0, 1, 2]  # --response first, then the file's lines
@@ -55,7 +59,7 @@ def test_in_process_and_through_a_server_agree(judge_server: Any, tmp_path: Path
         assert a["details"]["method"] == "label_probs"
         assert 0.0 < a["score"] < 1.0
         assert a["score"] == pytest.approx(b["score"], abs=1e-5)  # the same model either way
-    with RefereeClient(judge_server.url) as client:
+    with RefereeClient(random_judge_server.url) as client:
         sdk = client.judge("What is 2+2?", ["4", "5", "four"], P_YES)
     assert [r.score for r in sdk.results] == pytest.approx([x["score"] for x in there], abs=1e-9)
 
@@ -63,17 +67,22 @@ def test_in_process_and_through_a_server_agree(judge_server: Any, tmp_path: Path
 def test_async_client_and_pairwise(judge_server: Any) -> None:
     async def go() -> Any:
         async with AsyncRefereeClient(judge_server.url) as client:
-            return await client.judge(
-                [{"role": "user", "content": "Name a prime."}],
-                ["7", "9", "11"],
-                {"type": "genrm", "mode": "pairwise"},
-            )
+            return await client.judge(PRIME_QUESTION, list(PRIMES), GRADERS["pairwise"])
 
     answer = asyncio.run(go())
-    assert len(answer.results) == 3
-    for result in answer.results:  # a random judge: a standing in the group, or a parse failure
-        assert result.score is None or 0.0 <= result.score <= 1.0
-        assert "outcome" in result.details
+    # the taught judge: 7 and 9 -> 7, 9 and 11 -> 11, 7 and 11 -> whichever is second
+    assert [r.score for r in answer.results] == [0.75, 0.0, 0.75]
+    assert [r.details["comparisons"] for r in answer.results] == [2, 2, 2]
+
+
+def test_in_process_verdicts_of_a_local_model(taught_judge: Path) -> None:
+    env = {"REFEREE_JUDGE_BACKEND": "transformers", "REFEREE_JUDGE_MODEL": str(taught_judge)}
+    args = ["--grader", json.dumps(GRADERS["verdict"]), "--prompt", QUESTION]
+    done = referee("judge", *args, *(x for r in RESPONSES for x in ("--response", r)), env=env)
+    assert done.returncode == 0, done.stderr
+    out = lines(done.stdout)
+    assert [x["score"] for x in out] == [1.0, 0.0, None]
+    assert out[2]["details"]["outcome"] == "parse_error"
 
 
 def test_no_judge_configured_says_what_to_set(server: Any) -> None:

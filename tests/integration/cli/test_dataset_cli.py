@@ -14,8 +14,6 @@ from referee.client.models import RewardItem
 from referee.services.cli import main
 from referee.services.grading import score_item
 
-pytest.importorskip("reasoning_gym")
-
 
 def _referee(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run(

@@ -1,15 +1,19 @@
-"""The judges on a real (tiny, random) transformers model: label probabilities give a real score;
-free-text verdicts from an untrained model are unreadable and reported per item, not raised."""
+"""The judges on real (tiny) transformers models, in-process: label probabilities of a random
+model give a real score; a judge taught its verdicts (tests/trained_judge.py) gives the scores
+worked out by hand from them in every mode, an unreadable verdict a per-item parse error."""
 
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 from typing import Any
 
 import pytest
+from trained_judge import CRITERIA, PRIME_QUESTION, PRIMES, QUESTION, RIGHT, UNSURE, WRONG
 
 from referee.genrm.judges import Criterion, JudgeItem, judge_pairwise, judge_pointwise, judge_rubric
 from referee.genrm.openai_server import tiny_transformers_backend
+from referee.genrm.transformers_backend import TransformersBackend
 
 
 @pytest.fixture(scope="module")
@@ -27,12 +31,40 @@ def test_label_probabilities_score(tiny: Any) -> None:
     assert results[0].score != results[1].score
 
 
-def test_untrained_free_text_verdicts_are_per_item_parse_errors(tiny: Any) -> None:
-    items = [JudgeItem("q", "an answer"), JudgeItem("q", ":")]
-    text, guarded = asyncio.run(judge_pointwise(tiny, items, max_tokens=8))
-    assert guarded.outcome == "guard" and guarded.score == 0.0
-    assert text.outcome in ("parse_error", "judged")
-    rubric = asyncio.run(judge_rubric(tiny, items[:1], [Criterion("is polite")], max_tokens=8))
-    assert rubric[0].outcome in ("parse_error", "judged")
-    pairs = asyncio.run(judge_pairwise(tiny, "q", ["a", "b"], max_tokens=8))
-    assert len(pairs) == 2
+@pytest.fixture(scope="module")
+def taught(taught_judge: Path) -> Any:
+    return TransformersBackend.from_pretrained(str(taught_judge))
+
+
+def test_taught_verdicts_give_their_scores(taught: Any) -> None:
+    items = [JudgeItem(QUESTION, r, reference="4") for r in (RIGHT, WRONG, UNSURE)]
+    guarded = JudgeItem(QUESTION, ":", reference="4")  # a master key: never reaches the judge
+    results = asyncio.run(judge_pointwise(taught, [*items, guarded]))
+    assert [(r.score, r.outcome) for r in results] == [
+        (1.0, "judged"),
+        (0.0, "judged"),
+        (None, "parse_error"),
+        (0.0, "guard"),
+    ]
+    assert results[2].reason == "no yes/no verdict found in the judge's output"
+    scored = asyncio.run(judge_pointwise(taught, items[:2], mode="score"))
+    assert [r.score for r in scored] == pytest.approx([8 / 9, 1 / 9])
+    criteria = [Criterion(c["text"], c["weight"]) for c in CRITERIA]
+    query = [JudgeItem(QUESTION, RIGHT)]
+    [rubric] = asyncio.run(judge_rubric(taught, query, criteria))
+    assert (rubric.score, rubric.details["raw"]) == (0.25, 0.25)  # (2 - 1) / 4
+    implicit = asyncio.run(
+        judge_rubric(
+            taught, [JudgeItem(QUESTION, r) for r in (RIGHT, WRONG)], criteria, mode="implicit"
+        )
+    )
+    assert [r.score for r in implicit] == pytest.approx([6 / 9, 2 / 9])
+
+
+def test_taught_pairwise_in_both_orders(taught: Any) -> None:
+    win = asyncio.run(judge_pairwise(taught, PRIME_QUESTION, list(PRIMES)))
+    assert [r.score for r in win] == [0.75, 0.0, 0.75]
+    bt = asyncio.run(judge_pairwise(taught, PRIME_QUESTION, list(PRIMES), score="bradley_terry"))
+    strengths = [r.details["bt_strength"] for r in bt]
+    assert strengths[0] == pytest.approx(strengths[2]) and strengths[0] > 1.0 > strengths[1]
+    assert [r.score for r in bt] == pytest.approx([p / (p + 1) for p in strengths])

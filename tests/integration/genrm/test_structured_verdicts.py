@@ -1,7 +1,8 @@
 """Judges that constrain their verdict with structured outputs (``structured=True``).
 
 The constraint travels from the judges through the ``openai`` backend to referee's test
-OpenAI-compatible server (the real app serving the tiny transformers model, in-process over ASGI):
+OpenAI-compatible server (the real app serving a tiny transformers judge taught its verdicts,
+tests/trained_judge.py, in-process over ASGI):
 in ``ignore`` mode the server takes the field and says it ignored it; in ``reject`` mode it answers
 400 like a server that predates ``structured_outputs``, and the backend asks again without it.
 vLLM enforcing the constraint is tested in tests/gpu."""
@@ -11,10 +12,12 @@ from __future__ import annotations
 import asyncio
 import re
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
+from trained_judge import CRITERIA, QUESTION, RIGHT, WRONG
 
 from referee.genrm.backend import Completion, Prompt, SamplingParams, StructuredOutput
 from referee.genrm.judges import (
@@ -26,15 +29,11 @@ from referee.genrm.judges import (
     judge_rubric,
 )
 from referee.genrm.openai_backend import OpenAIBackend
-from referee.genrm.openai_server import create_app, tiny_transformers_backend
+from referee.genrm.openai_server import create_app
+from referee.genrm.transformers_backend import TransformersBackend
 from referee.genrm.verdicts import parse_choice, parse_score, parse_yes_no
 
 ITEMS = [JudgeItem("What is 2 + 2?", "4", reference="4"), JudgeItem("What is 2 + 3?", "6")]
-
-
-@pytest.fixture(scope="module")
-def tiny() -> Any:
-    return tiny_transformers_backend(seed=0)
 
 
 @pytest.mark.parametrize(
@@ -119,40 +118,49 @@ async def _stats(backend: OpenAIBackend) -> dict[str, int]:
     return data
 
 
-def test_structured_request_reaches_a_server_that_ignores_it(tiny: Any) -> None:
+@pytest.fixture(scope="module")
+def taught(taught_judge: Path) -> Any:
+    return TransformersBackend.from_pretrained(str(taught_judge))
+
+
+TAUGHT_ITEMS = [JudgeItem(QUESTION, RIGHT, reference="4"), JudgeItem(QUESTION, WRONG, "4")]
+TAUGHT_CRITERIA = [Criterion(c["text"], c["weight"]) for c in CRITERIA]
+
+
+def test_structured_request_reaches_a_server_that_ignores_it(taught: Any) -> None:
     async def run() -> tuple[Any, Any, dict[str, int]]:
-        backend = _backend(create_app(tiny))
+        backend = _backend(create_app(taught))
         try:
-            pointwise = await judge_pointwise(backend, ITEMS, max_tokens=8, structured=True)
+            pointwise = await judge_pointwise(backend, TAUGHT_ITEMS, structured=True)
             rubric = await judge_rubric(
-                backend, ITEMS[:1], [Criterion("correct"), Criterion("short")], max_tokens=8,
-                structured=True,
-            )  # fmt: skip
+                backend, [JudgeItem(QUESTION, RIGHT)], TAUGHT_CRITERIA, structured=True
+            )
             return pointwise, rubric, await _stats(backend)
         finally:
             await backend.close()
 
     pointwise, rubric, stats = asyncio.run(run())
-    assert stats["structured"] == 4 and stats["rejected"] == 0  # 2 pointwise + 2 criteria
-    # an untrained model's free text: per-item results, never an exception
-    assert [r.outcome in ("judged", "parse_error") for r in pointwise + rubric] == [True] * 3
+    assert stats["structured"] == 5 and stats["rejected"] == 0  # 2 pointwise + 3 criteria
+    # the taught judge's verdicts, read as without the constraint
+    assert [r.score for r in pointwise] == [1.0, 0.0]
+    assert [r.score for r in rubric] == [0.25]
 
 
-def test_server_refusing_structured_outputs_falls_back_to_plain_requests(tiny: Any) -> None:
+def test_server_refusing_structured_outputs_falls_back_to_plain_requests(taught: Any) -> None:
     async def run() -> tuple[Any, dict[str, int], bool]:
-        backend = _backend(create_app(tiny, structured="reject"))
+        backend = _backend(create_app(taught, structured="reject"))
         try:
-            results = await judge_pointwise(backend, ITEMS, max_tokens=8, structured=True)
-            again = await judge_pointwise(backend, ITEMS, max_tokens=8, structured=True)
+            results = await judge_pointwise(backend, TAUGHT_ITEMS, structured=True)
+            again = await judge_pointwise(backend, TAUGHT_ITEMS, structured=True)
             return results + again, await _stats(backend), backend.structured_supported
         finally:
             await backend.close()
 
     results, stats, supported = asyncio.run(run())
     assert not supported  # remembered: later requests go plain
-    assert 1 <= stats["rejected"] <= len(ITEMS)  # only the first wave carried the field
+    assert 1 <= stats["rejected"] <= len(TAUGHT_ITEMS)  # only the first wave carried the field
     assert stats["structured"] == stats["rejected"]
-    assert [r.outcome in ("judged", "parse_error") for r in results] == [True] * 4
+    assert [r.score for r in results] == [1.0, 0.0, 1.0, 0.0]  # every item answered, plainly
 
 
 def test_grader_option_reaches_the_backend() -> None:

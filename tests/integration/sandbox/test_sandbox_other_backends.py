@@ -1,8 +1,9 @@
 """The docker backend (real runs in a container; needs a reachable Docker daemon and the image
-``docker/build-sandbox-image.sh`` builds, which ``.ci/run`` provides) and the explicit
-unsafe_local backend.
+``docker/build-sandbox-image.sh`` builds, which ``make test`` provides through tests/prepare.sh)
+and the explicit unsafe_local backend.
 
-The docker tests skip only when no daemon answers; a daemon without the image is a setup error.
+No daemon, or a daemon without the image, is a set-up error: the docker tests fail saying how to
+get them, never skip.
 Each docker test checks that its containers and temporary dirs are gone afterwards.
 """
 
@@ -25,8 +26,8 @@ from referee.sandbox import (
     StdioTest,
     TestOutcome,
     UnsafeLocalBackend,
-    available_languages,
     get_language,
+    known_languages,
     run_program,
     run_tests,
 )
@@ -59,9 +60,14 @@ QUICK = Limits(wall_time_s=5.0, memory_mb=256, max_processes=32)
 @pytest.fixture(scope="module")
 def docker_backend() -> Iterator[DockerBackend]:
     reason = docker_daemon_unreachable()
-    if reason is not None:
-        pytest.skip(f"environment: {reason}; the docker backend needs a running dockerd")
-    # A reachable daemon without the image is a setup error, not a skip.
+    if reason is not None:  # a set-up error, not a skip: `make test` prepares both
+        pytest.fail(
+            f"{reason}; the docker backend's tests need a running dockerd and {DEFAULT_IMAGE}: "
+            "`bash docker/build-sandbox-image.sh` as root starts one and builds the image "
+            "(`make test` runs it through tests/prepare.sh)",
+            pytrace=False,
+        )
+    # A reachable daemon without the image is a setup error too.
     backend = DockerBackend.create(image=DEFAULT_IMAGE)
     yield backend
     backend.close()
@@ -111,7 +117,7 @@ def test_by_name_argv_maps_host_toolchains_to_plain_names() -> None:
     assert recipe.toolchain_dirs == () and "PATH" not in recipe.full_env()
 
 
-@pytest.mark.parametrize("language", available_languages())
+@pytest.mark.parametrize("language", known_languages())  # the image has every toolchain
 def test_docker_hello_world(docker: DockerBackend, language: str) -> None:
     assert language in docker.languages(), f"the image lacks {language}: {docker.tools}"
     result = run_program(HELLO[language], language, docker, "world\n", Limits(wall_time_s=20.0))
