@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import json
+import socket
+import subprocess
+import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -197,11 +201,38 @@ def test_curriculum_in_memory(env_server: str) -> None:
     assert httpx.get(f"{env_server}/v1/curriculum").json()["store"] == "memory"
 
 
-def test_curriculum_in_redis(tmp_path: Path, referee_server_factory: Any) -> None:
-    url = "redis://127.0.0.1:6379/13"
+@pytest.fixture
+def own_redis(tmp_path: Path) -> Iterator[str]:
+    """A redis-server of the test's own on a free port: the test does not depend on (or touch)
+    whatever Redis the machine runs on 6379."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    proc = subprocess.Popen(
+        ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", ""],
+        cwd=tmp_path,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        client = redis.Redis(port=port)
+        for _ in range(200):
+            try:
+                if client.ping():
+                    break
+            except redis.ConnectionError:
+                time.sleep(0.05)
+        else:
+            raise RuntimeError("redis-server did not start")
+        yield f"redis://127.0.0.1:{port}/13"
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+
+
+def test_curriculum_in_redis(tmp_path: Path, referee_server_factory: Any, own_redis: str) -> None:
+    url = own_redis
     client = redis.Redis.from_url(url)
-    for key in client.scan_iter("referee:curriculum:*"):
-        client.delete(key)
     srv = referee_server_factory(
         tmp_path, {"REFEREE_BROKER_URL": url, "REFEREE_CURRICULUM_WINDOW": "8"}, "env-redis"
     )
