@@ -90,7 +90,11 @@ class Settings(BaseSettings):
     sandbox_allow_unsafe_local: bool = Field(
         False, description="Allow running untrusted code WITHOUT isolation (trusted code only)."
     )
-    sandbox_docker_image: str | None = Field(None, description="Image of the docker backend.")
+    sandbox_docker_image: str | None = Field(
+        None,
+        description="Image of the docker backend; unset: referee-sandbox:latest "
+        "(docker/build-sandbox-image.sh builds it).",
+    )
     sandbox_slots: int = Field(
         default_factory=cpu_count,
         ge=1,
