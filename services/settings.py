@@ -57,8 +57,9 @@ class Settings(BaseSettings):
     )
     api_keys: Annotated[list[str], NoDecode] = Field(
         default_factory=list,
-        description="Accepted API keys (comma-separated); when set, /v1/* needs "
-        "`Authorization: Bearer KEY` or `X-API-Key: KEY`; empty: no auth.",
+        description="Accepted API keys (comma-separated); when set, every route but health, "
+        "metrics, ping and the OpenAPI document needs `Authorization: Bearer KEY` or "
+        "`X-API-Key: KEY` (401 otherwise); empty: no auth.",
     )
     broker_url: str | None = Field(
         None,
