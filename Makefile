@@ -39,7 +39,7 @@ typecheck: $(STAMP)
 unit: $(STAMP)
 	$(PY) -m pytest tests/unit
 
-## bench: the benchmarks (figures go to bench/out/ and README)
+## bench: the benchmarks (reports go to bench/out/; docs/benchmarks.md quotes them)
 bench: $(STAMP)
 	$(PY) -m bench.math
 	$(PY) -m bench.sandbox

@@ -1,7 +1,7 @@
 """How much of the math verifier's speed comes from its caches: checks/s with warm and cleared.
 
     .venv/bin/python -m bench.math_cold                    # writes bench/out/math_cold.md
-    .venv/bin/python -m bench.math_cold --out docs/bench   # the report README cites
+    .venv/bin/python -m bench.math_cold --out docs/bench   # the report docs/benchmarks.md cites
 
 The same seeded mixes as ``python -m bench.math`` (bench/math_mix.py: the realistic mix of
 10,000 rollouts in groups of 8 per reference, and the purely symbolic mix of 500), checked by

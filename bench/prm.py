@@ -358,7 +358,7 @@ def main(argv: list[str] | None = None) -> int:
             res = estimate_modes(
                 policy, inputs, truth, args.rollouts, args.max_tokens, per_solution
             )
-            if name.startswith("arithmetic"):  # the faithful policy: the figure of the README
+            if name.startswith("arithmetic"):  # the faithful policy: the quoted figure
                 args.out.mkdir(parents=True, exist_ok=True)
                 plot_rollouts(per_solution, args.out / "prm_rollouts.png")
             for mode, row in res.items():

@@ -4,7 +4,7 @@
 # packages, images or caches. Run as root, with dockerd running:
 #
 #   bash bench/setup.sh                 # writes bench/out/setup.md
-#   bash bench/setup.sh docs/bench      # the report README cites
+#   bash bench/setup.sh docs/bench      # the report docs/development.md cites
 #
 #   1. a fresh Debian root (debootstrap --variant=minbase, this host's suite, not timed) imported
 #      as a scratch image; in a container of it (host network, the checkout mounted read-only):

@@ -11,40 +11,67 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
-__all__ = ["Settings"]
+__all__ = ["Settings", "cpu_count"]
+
+
+def cpu_count() -> int:
+    """the CPU count"""
+    return max(1, os.cpu_count() or 1)
 
 
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="REFEREE_", extra="ignore")
 
-    host: str = "127.0.0.1"
-    port: int = 8000
+    host: str = Field(
+        "127.0.0.1",
+        description="Address the server listens on, as `referee serve --host` sets it (the "
+        "compose images pass REFEREE_HOST to that flag).",
+    )
+    port: int = Field(
+        8000,
+        description="Port the server listens on, as `referee serve --port` sets it (the compose "
+        "images pass REFEREE_PORT to that flag).",
+    )
     math_workers: int = Field(
-        default_factory=lambda: max(1, os.cpu_count() or 1),
+        default_factory=cpu_count,
         ge=1,
-        description="Worker processes that run checks (each check has a hard deadline).",
+        description="Check worker processes per server process (each check has a hard deadline).",
     )
     math_timeout_s: float = Field(5.0, gt=0, le=600, description="Deadline of one check.")
     math_memory_mb: int = Field(2048, ge=0, description="Address-space cap of a check worker.")
-    max_batch_items: int = Field(10_000, ge=1, description="Most items in one /v1/rewards call.")
+    max_batch_items: int = Field(
+        10_000, ge=1, description="Most items in one /v1/rewards call (413 above)."
+    )
     max_body_bytes: int = Field(
         256 * 1024 * 1024,
         ge=1024,
-        description="Largest request body, counted as it arrives (chunked uploads too).",
+        description="Largest request body in bytes, counted as it arrives, chunked uploads "
+        "too (413 above).",
     )
     max_json_depth: int = Field(
-        64, ge=8, le=512, description="Deepest nesting of arrays and objects a JSON body may have."
+        64,
+        ge=8,
+        le=512,
+        description="Deepest nesting of arrays and objects a JSON body may have (422 above; "
+        "NaN and Infinity are 422 too).",
     )
     api_keys: Annotated[list[str], NoDecode] = Field(
-        default_factory=list, description="Accepted API keys (comma-separated); empty: no auth."
+        default_factory=list,
+        description="Accepted API keys (comma-separated); when set, every route but health, "
+        "metrics, ping and the OpenAPI document needs `Authorization: Bearer KEY` or "
+        "`X-API-Key: KEY` (401 otherwise); empty: no auth.",
     )
-    broker_url: str | None = Field(None, description="Celery broker; none: jobs run in-process.")
+    broker_url: str | None = Field(
+        None,
+        description="Redis URL of the Celery broker and job store: jobs go to `referee worker` "
+        "processes; unset: jobs run inside the API process.",
+    )
 
     sandbox_backend: Literal["bwrap", "docker", "unsafe_local", "remote"] | None = Field(
         None,
         description="Isolation of code runs. Unset: bubblewrap, or unsafe_local when bubblewrap "
-        "is unavailable and sandbox_allow_unsafe_local is true. A backend set here never falls "
-        "back to another. remote: programs run on the sandbox nodes of sandbox_url.",
+        "is unavailable and REFEREE_SANDBOX_ALLOW_UNSAFE_LOCAL is true. A backend set here never "
+        "falls back to another. remote: programs run on the sandbox nodes of REFEREE_SANDBOX_URL.",
     )
     sandbox_url: str | None = Field(
         None,
@@ -64,9 +91,13 @@ class Settings(BaseSettings):
     sandbox_allow_unsafe_local: bool = Field(
         False, description="Allow running untrusted code WITHOUT isolation (trusted code only)."
     )
-    sandbox_docker_image: str | None = Field(None, description="Image of the docker backend.")
+    sandbox_docker_image: str | None = Field(
+        None,
+        description="Image of the docker backend; unset: referee-sandbox:latest "
+        "(docker/build-sandbox-image.sh builds it).",
+    )
     sandbox_slots: int = Field(
-        default_factory=lambda: max(1, os.cpu_count() or 1),
+        default_factory=cpu_count,
         ge=1,
         le=1024,
         description="Programs run at once. A /v1/sandbox/run or /run_code call that finds every "
@@ -82,7 +113,10 @@ class Settings(BaseSettings):
     )
 
     judge_backend: Literal["none", "transformers", "openai", "vllm"] = Field(
-        "none", description="The model behind rubric and genrm graders; none: they answer 503."
+        "none",
+        description="The model behind rubric and genrm graders: openai (any OpenAI-compatible "
+        "server, e.g. vllm serve), vllm (in-process on a GPU) or transformers (in-process); "
+        "none: they answer 503.",
     )
     judge_model: str | None = Field(
         None,
@@ -91,7 +125,9 @@ class Settings(BaseSettings):
         "path or a name vLLM can load.",
     )
     judge_base_url: str | None = Field(None, description="openai: the server, e.g. http://h:8001")
-    judge_api_key: str | None = None
+    judge_api_key: str | None = Field(
+        None, description="openai: the key sent to the judge server (Authorization: Bearer)."
+    )
     judge_concurrency: int = Field(32, ge=1, description="openai: requests in flight at once.")
     judge_top_logprobs: int = Field(
         20,
@@ -105,7 +141,10 @@ class Settings(BaseSettings):
         '"gpu_memory_utilization": 0.8, "tensor_parallel_size": 2}.',
     )
     judge_templates_dir: str | None = Field(
-        None, description="A directory whose <template>.txt files replace the packaged ones."
+        None,
+        description="A directory whose pointwise_binary.txt, pointwise_score.txt, "
+        "rubric_criterion.txt, rubric_implicit.txt and pairwise.txt replace the packaged "
+        "prompts.",
     )
     policy_backend: Literal["none", "transformers", "openai", "vllm"] = Field(
         "none",
@@ -118,7 +157,9 @@ class Settings(BaseSettings):
         "options from REFEREE_JUDGE_VLLM_OPTIONS).",
     )
     policy_base_url: str | None = Field(None, description="openai: the server, e.g. http://h:8002")
-    policy_api_key: str | None = None
+    policy_api_key: str | None = Field(
+        None, description="openai: the key sent to the policy server (Authorization: Bearer)."
+    )
     policy_concurrency: int = Field(32, ge=1, description="openai: requests in flight at once.")
     torch_threads: int | None = Field(
         None,
@@ -175,17 +216,24 @@ class Settings(BaseSettings):
     )
 
     environments_max_problems: int = Field(
-        10_000, ge=1, description="Most problems one /v1/environments or curriculum call makes."
+        10_000,
+        ge=1,
+        description="Most problems one /v1/environments or /v1/curriculum/problems call makes "
+        "(413 above).",
     )
     procedural_timeout_s: float = Field(
         20.0,
         gt=0,
         le=600,
         description="Least deadline of an item with a procedural grader (a worker's first one "
-        "imports reasoning-gym); a scorer that overruns it is killed.",
+        "imports reasoning-gym); a scorer that overruns it is killed (outcome timeout).",
     )
     environments_timeout_s: float = Field(
-        60.0, gt=0, le=3600, description="Deadline of generating one chunk of 64 problems."
+        60.0,
+        gt=0,
+        le=3600,
+        description="Deadline of generating one chunk of 64 problems on the check pool (a config "
+        "too hard to generate: 422).",
     )
     curriculum_low: float = Field(0.3, ge=0, le=1, description="Below this pass rate: easier.")
     curriculum_high: float = Field(0.7, ge=0, le=1, description="Above this pass rate: harder.")
@@ -194,7 +242,8 @@ class Settings(BaseSettings):
     )
     curriculum_tasks: Annotated[list[str], NoDecode] = Field(
         default_factory=list,
-        description="Tasks the curriculum draws from (comma-separated); empty: every task.",
+        description="Tasks /v1/curriculum/problems draws from when the request names none "
+        "(comma-separated); empty: every task.",
     )
 
     @field_validator("api_keys", "curriculum_tasks", mode="before")

@@ -5,7 +5,7 @@ container), a PRM job on a Celery worker (a tiny random transformers policy buil
 worker), two workers sharing jobs, a worker container killed mid-job, ``docker compose down -v``.
 
 Not part of the default run (marker ``e2e``): ``pytest -m e2e tests/e2e``. Needs root (dockerd,
-debootstrap); a cold build takes minutes (see README, "The distributed stack").
+debootstrap); a cold build takes minutes (see docs/compose.md).
 """
 
 from __future__ import annotations
