@@ -1,0 +1,359 @@
+"""The in-sandbox supervisor of a batch: runs one program's tests, each as its own process.
+
+Not imported by the package: ``BwrapBackend.open_batch`` runs this file's text with
+``python -I -S -B -c`` as the sandbox's first process (uid 65534, inside the program's
+namespaces, seccomp filter and cgroup). It reads requests from fd 0 and answers on fd 1, one
+test at a time (frames: 8-byte big-endian length + ``marshal`` data):
+
+* request ``{"argv": [...] | None, "path": str, "stdin": bytes, "wall": float, "rlimits":
+  [(res, soft, hard)], "stdout_cap": int, "stderr_cap": int, "stderr_stop": int}``. With an
+  ``argv`` the test process execs it (a compiled program); with ``argv=None`` it is a fork of
+  this already-initialised interpreter that runs the Python file ``path`` as ``__main__``;
+* answer ``{"returncode", "timed_out", "overflow", "err_overflow", "err_truncated", "wall",
+  "stdout", "stderr", "maxrss", "clean"}``.
+
+Between tests it kills every process of the sandbox but itself (``kill(-1, SIGKILL)`` reaches
+all of them, daemons and double forks included), empties /work, /tmp and /dev/shm, and removes
+System V IPC objects, so no state of one test reaches the next. It makes itself non-dumpable so
+that a test (same uid) cannot open its pipes or memory through /proc; a test can still kill or
+stop it, which the host sees (end of stream or no answer in time) and answers by running the
+rest in fresh sandboxes. It imports only builtin or tiny modules, so a forked test starts from
+an interpreter with no more state than a fresh ``python -I -S`` plus ``exit``/``quit``.
+"""
+
+import marshal
+import os
+import select
+import signal
+import sys
+import time
+
+_EXIT_GRACE_S = 0.5
+_CHUNK = 65536
+_CLEAN_DIRS = ("/work", "/tmp", "/dev/shm")
+_ORIGINAL_STDIO = (sys.stdin, sys.stdout, sys.stderr)  # kept: they close fds 0-2 when freed
+_CTL_IN = os.dup(0)
+_CTL_OUT = os.dup(1)
+
+
+def _set_dumpable(value: int) -> None:
+    import ctypes
+
+    ctypes.CDLL(None, use_errno=True).prctl(4, value, 0, 0, 0)  # PR_SET_DUMPABLE
+
+
+def _read_exact(fd: int, n: int) -> bytes:
+    buf = bytearray()
+    while len(buf) < n:
+        chunk = os.read(fd, n - len(buf))
+        if not chunk:
+            raise EOFError
+        buf += chunk
+    return bytes(buf)
+
+
+def _recv() -> dict | None:  # type: ignore[type-arg]
+    try:
+        size = int.from_bytes(_read_exact(_CTL_IN, 8), "big")
+        return marshal.loads(_read_exact(_CTL_IN, size))  # type: ignore[no-any-return]
+    except EOFError:
+        return None
+
+
+def _send(answer: dict) -> None:  # type: ignore[type-arg]
+    data = marshal.dumps(answer)
+    view = memoryview(len(data).to_bytes(8, "big") + data)
+    while view:
+        view = view[os.write(_CTL_OUT, view) :]
+
+
+def _others() -> list[int]:
+    me = os.getpid()
+    return [int(n) for n in os.listdir("/proc") if n.isdigit() and int(n) not in (1, me)]
+
+
+def _kill_others() -> bool:
+    """Kill every process of the sandbox but this one (and bwrap's init); True once none is left."""
+    deadline = time.monotonic() + 2.0
+    while time.monotonic() < deadline:
+        try:
+            os.kill(-1, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        while True:  # reap what was ours
+            try:
+                pid, _ = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                break
+            if pid == 0:
+                break
+        if not _others():
+            return True
+        time.sleep(0.002)
+    return False
+
+
+def _empty(path: str) -> None:
+    for entry in os.scandir(path):
+        full = entry.path
+        if entry.is_dir(follow_symlinks=False):
+            os.chmod(full, 0o700)
+            _empty(full)
+            os.rmdir(full)
+        else:
+            os.unlink(full)
+
+
+def _sysv_left() -> bool:
+    for kind in ("shm", "msg", "sem"):
+        try:
+            with open(f"/proc/sysvipc/{kind}", "rb") as f:
+                if len(f.read().splitlines()) > 1:
+                    return True
+        except OSError:
+            pass
+    return False
+
+
+def _remove_sysv() -> None:
+    """Remove System V IPC objects, in a helper child (ctypes stays out of this interpreter)."""
+    pid = os.fork()
+    if pid == 0:
+        try:
+            import ctypes
+
+            libc = ctypes.CDLL(None)
+            for kind, rm in (("shm", libc.shmctl), ("msg", libc.msgctl), ("sem", libc.semctl)):
+                with open(f"/proc/sysvipc/{kind}", "rb") as f:
+                    for line in f.read().splitlines()[1:]:
+                        ident = int(line.split()[1])
+                        rm(ident, 0, None) if kind != "sem" else rm(ident, 0, 0, None)
+        finally:
+            os._exit(0)
+    os.waitpid(pid, 0)
+
+
+def _clean() -> bool:
+    if not _kill_others():
+        return False
+    try:
+        for path in _CLEAN_DIRS:
+            _empty(path)
+        if _sysv_left():
+            _remove_sysv()
+        return not _sysv_left()
+    except OSError:
+        return False
+
+
+def _child(req: dict, fds: tuple[int, int, int]) -> None:  # type: ignore[type-arg]
+    """In the forked test process: wire stdio, limits, then exec (or return to run Python)."""
+    import resource
+
+    for target, fd in enumerate(fds):
+        os.dup2(fd, target)
+    os.closerange(3, 1 << 16)
+    for res, soft, hard in req["rlimits"]:
+        resource.setrlimit(res, (soft, hard))
+    os.chdir("/work")
+    for sig in (signal.SIGPIPE, signal.SIGXFSZ):
+        signal.signal(sig, signal.SIG_DFL)
+    if req["argv"] is not None:
+        try:
+            os.execvp(req["argv"][0], req["argv"])
+        except OSError as exc:
+            os.write(2, f"cannot run {req['argv'][0]}: {exc}\n".encode())
+        os._exit(127)
+    signal.signal(signal.SIGPIPE, signal.SIG_IGN)  # what a fresh interpreter does
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+
+
+def _run_one(req: dict) -> dict | str:  # type: ignore[type-arg]
+    """Run one test; in the test process return the path of the Python file it must run."""
+    in_r, in_w = os.pipe()
+    out_r, out_w = os.pipe()
+    err_r, err_w = os.pipe()
+    started = time.monotonic()
+    pid = os.fork()
+    if pid == 0:
+        os.close(in_w)
+        os.close(out_r)
+        os.close(err_r)
+        _child(req, (in_r, out_w, err_w))
+        return req["path"]  # type: ignore[no-any-return]
+    for fd in (in_r, out_w, err_w):
+        os.close(fd)
+    stdin = memoryview(req["stdin"])
+    deadline = started + req["wall"]
+    out = bytearray()
+    err = bytearray()
+    flags = {"timed_out": False, "overflow": False, "err_overflow": False, "err_truncated": False}
+    err_seen = 0
+    killed_at: float | None = None
+    exited_at: float | None = None
+    status: int | None = None
+    maxrss = 0
+    readers = {out_r, err_r}
+    writer: int | None = in_w
+    if not stdin:
+        os.close(in_w)
+        writer = None
+    else:
+        os.set_blocking(in_w, False)
+
+    def kill() -> None:
+        nonlocal killed_at
+        if killed_at is None:
+            killed_at = time.monotonic()
+            try:
+                os.kill(-1, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+
+    while readers or status is None:
+        now = time.monotonic()
+        if now >= deadline and killed_at is None and (readers or status is None):
+            flags["timed_out"] = True
+            kill()
+        if status is None:
+            got, st, ru = os.wait4(pid, os.WNOHANG)
+            if got == pid:
+                status, maxrss, exited_at = st, ru.ru_maxrss, now
+        if exited_at is not None and readers and now - exited_at > _EXIT_GRACE_S:
+            kill()  # stray children hold the pipes open
+        if killed_at is not None and now - killed_at > 2.0:
+            break
+        if not readers:
+            time.sleep(0.001)
+            continue
+        timeout = 0.01 if killed_at is not None else max(0.0, min(deadline - now, 0.05))
+        if status is None:
+            timeout = min(timeout, 0.005)
+        rl, wl, _ = select.select(list(readers), [writer] if writer is not None else [], [], timeout)
+        if writer is not None and wl:
+            try:
+                n = os.write(writer, stdin[:_CHUNK])
+                stdin = stdin[n:]
+            except (BrokenPipeError, ConnectionResetError):
+                stdin = stdin[len(stdin) :]
+            except BlockingIOError:
+                pass
+            if not stdin:
+                os.close(writer)
+                writer = None
+        for fd in rl:
+            try:
+                chunk = os.read(fd, _CHUNK)
+            except BlockingIOError:
+                continue
+            if not chunk:
+                readers.discard(fd)
+                continue
+            if fd == out_r:
+                room = req["stdout_cap"] - len(out)
+                if len(chunk) > room:
+                    out += chunk[: max(room, 0)]
+                    flags["overflow"] = True
+                    kill()
+                    readers.discard(fd)
+                else:
+                    out += chunk
+            else:
+                err_seen += len(chunk)
+                room = req["stderr_cap"] - len(err)
+                if len(chunk) > room:
+                    err += chunk[: max(room, 0)]
+                    flags["err_truncated"] = True
+                else:
+                    err += chunk
+                if err_seen > req["stderr_stop"]:
+                    flags["err_overflow"] = True
+                    kill()
+                    readers.discard(fd)
+    for fd in (out_r, err_r, *([writer] if writer is not None else [])):
+        os.close(fd)
+    if status is None:
+        kill()
+        try:
+            _, status, ru = os.wait4(pid, 0)
+            maxrss = ru.ru_maxrss
+        except ChildProcessError:
+            status = None
+    returncode = None
+    if status is not None:
+        if os.WIFSIGNALED(status):
+            returncode = 128 + os.WTERMSIG(status)  # as bwrap's init reports it
+        else:
+            returncode = os.WEXITSTATUS(status)
+    answer = dict(flags)
+    answer.update(
+        returncode=returncode,
+        wall=time.monotonic() - started,
+        stdout=bytes(out),
+        stderr=bytes(err),
+        maxrss=maxrss * 1024,
+    )
+    answer["clean"] = _clean()
+    return answer
+
+
+def _serve() -> str | None:
+    nul = os.open("/dev/null", os.O_RDWR)
+    os.dup2(nul, 0)
+    os.dup2(nul, 1)
+    os.close(nul)
+    _set_dumpable(0)
+    import _sitebuiltins  # what `site` would add to builtins: exit() and quit() are common
+    import builtins
+
+    builtins.exit = _sitebuiltins.Quitter("exit", "Ctrl-D (i.e. EOF)")  # type: ignore[attr-defined]
+    builtins.quit = _sitebuiltins.Quitter("quit", "Ctrl-D (i.e. EOF)")  # type: ignore[attr-defined]
+    builtins.help = _sitebuiltins._Helper()  # type: ignore[attr-defined]
+    _send({"ready": True})
+    while True:
+        req = _recv()
+        if req is None:
+            return None
+        result = _run_one(req)
+        if isinstance(result, str):
+            return result
+        _send(result)
+
+
+def _start_program(path: str) -> None:
+    """In the test process: become a fresh ``python -I -S -B path`` as far as the program sees."""
+    import io
+    import types
+
+    _set_dumpable(1)
+    for fd, name in ((0, "stdin"), (1, "stdout"), (2, "stderr")):
+        like = _ORIGINAL_STDIO[fd]  # made by this interpreter at start: same settings
+        mode = "rb" if fd == 0 else "wb"
+        raw = io.FileIO(fd, mode, closefd=False)
+        buffered: io.BufferedIOBase
+        buffered = io.BufferedReader(raw) if fd == 0 else io.BufferedWriter(raw)
+        stream = io.TextIOWrapper(
+            buffered,
+            encoding=like.encoding,
+            errors=like.errors,
+            newline="\n",
+            line_buffering=like.line_buffering,
+        )
+        stream.mode = "r" if fd == 0 else "w"  # type: ignore[misc]
+        setattr(sys, name, stream)
+        setattr(sys, f"__{name}__", stream)
+    sys.argv = [path]
+    main = types.ModuleType("__main__")
+    main.__file__ = path
+    main.__builtins__ = __builtins__  # type: ignore[attr-defined]
+    sys.modules["__main__"] = main
+    with open(path, "rb") as f:
+        source = f.read()
+    code = compile(source, path, "exec")
+    exec(code, main.__dict__)
+
+
+_program = _serve()
+if _program is None:
+    os._exit(0)
+_start_program(_program)
