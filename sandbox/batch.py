@@ -117,11 +117,7 @@ class BatchSandbox:
             # The CPU and address-space limits are per test: the supervisor sets them on each.
             apply_rlimits(
                 child,
-                [
-                    r
-                    for r in self._rlimits(self.limits)
-                    if r[0] not in (_RLIMIT_CPU, _RLIMIT_AS)
-                ],
+                [r for r in self._rlimits(self.limits) if r[0] not in (_RLIMIT_CPU, _RLIMIT_AS)],
             )
             os.write(block_w, b"1")
             ready = self._recv(time.monotonic() + 10.0)
@@ -137,9 +133,7 @@ class BatchSandbox:
 
     def _rlimits(self, limits: Limits) -> list[tuple[int, int, int]]:
         no_cgroup = self._cgroup is None
-        return rlimits_for(
-            limits, address_space=no_cgroup and self._limit_as, nproc=no_cgroup
-        )
+        return rlimits_for(limits, address_space=no_cgroup and self._limit_as, nproc=no_cgroup)
 
     # -- framing ------------------------------------------------------------------------------
 
@@ -191,7 +185,7 @@ class BatchSandbox:
         """One test: ``argv`` to exec, or None to run the Python file ``path`` in a fork."""
         if not self.alive or limits != self.limits:
             return None
-        request = {
+        request: dict[str, object] = {
             "argv": list(argv) if argv is not None else None,
             "path": path,
             "stdin": stdin,
@@ -271,4 +265,3 @@ def _looks_like_oom(raw: RawOutcome) -> bool:
     from referee.sandbox.bwrap_backend import _looks_like_oom as check
 
     return check(raw)
-

@@ -229,7 +229,9 @@ def _run_one(req: dict) -> dict | str:  # type: ignore[type-arg]
         timeout = 0.01 if killed_at is not None else max(0.0, min(deadline - now, 0.05))
         if status is None:
             timeout = min(timeout, 0.005)
-        rl, wl, _ = select.select(list(readers), [writer] if writer is not None else [], [], timeout)
+        rl, wl, _ = select.select(
+            list(readers), [writer] if writer is not None else [], [], timeout
+        )
         if writer is not None and wl:
             try:
                 n = os.write(writer, stdin[:_CHUNK])
@@ -285,7 +287,7 @@ def _run_one(req: dict) -> dict | str:  # type: ignore[type-arg]
             returncode = 128 + os.WTERMSIG(status)  # as bwrap's init reports it
         else:
             returncode = os.WEXITSTATUS(status)
-    answer = dict(flags)
+    answer: dict[str, object] = dict(flags)
     answer.update(
         returncode=returncode,
         wall=time.monotonic() - started,
@@ -306,9 +308,9 @@ def _serve() -> str | None:
     import _sitebuiltins  # what `site` would add to builtins: exit() and quit() are common
     import builtins
 
-    builtins.exit = _sitebuiltins.Quitter("exit", "Ctrl-D (i.e. EOF)")  # type: ignore[attr-defined]
-    builtins.quit = _sitebuiltins.Quitter("quit", "Ctrl-D (i.e. EOF)")  # type: ignore[attr-defined]
-    builtins.help = _sitebuiltins._Helper()  # type: ignore[attr-defined]
+    builtins.exit = _sitebuiltins.Quitter("exit", "Ctrl-D (i.e. EOF)")
+    builtins.quit = _sitebuiltins.Quitter("quit", "Ctrl-D (i.e. EOF)")
+    builtins.help = _sitebuiltins._Helper()
     _send({"ready": True})
     while True:
         req = _recv()
@@ -337,7 +339,7 @@ def _start_program(path: str) -> None:
             encoding=like.encoding,
             errors=like.errors,
             newline="\n",
-            line_buffering=like.line_buffering,
+            line_buffering=bool(like.line_buffering),
         )
         stream.mode = "r" if fd == 0 else "w"  # type: ignore[misc]
         setattr(sys, name, stream)

@@ -17,7 +17,7 @@ pytestmark = pytest.mark.usefixtures("no_leftovers")
 LIMITS = Limits(wall_time_s=2.0, memory_mb=128, max_processes=32)
 
 # Dispatches on the first word of stdin. "check" prints what survived of earlier tests.
-HOSTILE = r'''
+HOSTILE = r"""
 import ctypes, os, signal, subprocess, sys, time
 mode = sys.stdin.read().split()[0]
 libc = ctypes.CDLL(None, use_errno=True)
@@ -62,7 +62,7 @@ elif mode == "check":
     files = sorted(n for d in ("/work", "/tmp", "/dev/shm") for n in os.listdir(d))
     ipc = [libc.shmget(4242, 0, 0), libc.msgget(4243, 0), libc.semget(4244, 0, 0)]
     print("procs", others, "files", files, "ipc", ipc)
-'''
+"""
 CLEAN = "procs [] files [] ipc [-1, -1, -1]\n"
 
 
@@ -136,7 +136,9 @@ def test_a_forked_test_sees_a_fresh_interpreter(
     def outcomes() -> list[tuple[str, str, int | None, bool]]:
         with prepare(PROBE, "python", backend) as program, program.session() as session:
             runs = [session.run(s, LIMITS) for s in stdins]
-        return [(r.status.value, r.stdout, r.exit_code, "ValueError: boom" in r.stderr) for r in runs]
+        return [
+            (r.status.value, r.stdout, r.exit_code, "ValueError: boom" in r.stderr) for r in runs
+        ]
 
     batched = outcomes()
     monkeypatch.setenv("REFEREE_SANDBOX_PER_TEST", "1")
@@ -172,10 +174,10 @@ def test_run_tests_per_test_limits_and_stdin_in_one_sandbox(backend: BwrapBacken
 def test_compiled_program_runs_many_tests_in_one_sandbox(backend: BwrapBackend) -> None:
     source = (
         "#include <cstdio>\n#include <unistd.h>\n"
-        "int main(){long n; if(scanf(\"%ld\",&n)!=1) return 2;\n"
-        "if(access(\"/work/mark\",F_OK)==0){puts(\"dirty\");return 0;}\n"
-        "FILE*f=fopen(\"/work/mark\",\"w\"); if(f) fclose(f);\n"
-        "printf(\"%ld\\n\", n*3); return 0;}\n"
+        'int main(){long n; if(scanf("%ld",&n)!=1) return 2;\n'
+        'if(access("/work/mark",F_OK)==0){puts("dirty");return 0;}\n'
+        'FILE*f=fopen("/work/mark","w"); if(f) fclose(f);\n'
+        'printf("%ld\\n", n*3); return 0;}\n'
     )
     with prepare(source, "cpp", backend) as program, program.session() as session:
         assert program.ready, program.compile_result
