@@ -31,6 +31,13 @@ import time
 _EXIT_GRACE_S = 0.5
 _CHUNK = 65536
 _CLEAN_DIRS = ("/work", "/tmp", "/dev/shm")
+# kill(-1) below reaches every process this one may signal. That is the sandbox only when this
+# is the first process of a fresh pid namespace (bwrap's init is pid 1) and not root; anywhere
+# else (run by hand on a host, as root) it would be every process of the machine: refuse.
+if os.getuid() == 0 or os.geteuid() == 0 or os.getpid() > 3:
+    os.write(2, b"batch_supervisor: only runs as a sandbox's first process, not as root\n")
+    os._exit(70)
+
 _ORIGINAL_STDIO = (sys.stdin, sys.stdout, sys.stderr)  # kept: they close fds 0-2 when freed
 _CTL_IN = os.dup(0)
 _CTL_OUT = os.dup(1)

@@ -185,3 +185,27 @@ def test_compiled_program_runs_many_tests_in_one_sandbox(backend: BwrapBackend) 
         batched = session.batched_runs
     assert [r.stdout for r in runs] == [f"{n * 3}\n" for n in range(5)]
     assert batched == 5
+
+
+def test_the_supervisor_refuses_to_run_outside_a_sandbox() -> None:
+    """Its kill(-1) between tests must only ever reach a sandbox's processes. Started here (a
+    host pid, and root when the suite runs as root) it must exit before serving; stdin is
+    closed, so even a broken guard would only see the end of its input, never a test."""
+    import subprocess
+    from pathlib import Path
+
+    from referee.sandbox import batch
+    from referee.sandbox.languages import get_language
+
+    python = get_language("python").run_argv("x", LIMITS)[0]
+    source = Path(batch.__file__).with_name("batch_supervisor.py").read_text()
+    done = subprocess.run(
+        [python, "-I", "-S", "-B", "-c", source],
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        timeout=30,
+        check=False,
+    )
+    assert done.returncode == 70, done
+    assert done.stdout == b""  # no "ready": it never served
+    assert b"only runs as a sandbox's first process" in done.stderr
