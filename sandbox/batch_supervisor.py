@@ -21,6 +21,7 @@ rest in fresh sandboxes. It imports only builtin or tiny modules, so a forked te
 an interpreter with no more state than a fresh ``python -I -S`` plus ``exit``/``quit``.
 """
 
+import gc
 import marshal
 import os
 import select
@@ -159,7 +160,12 @@ def _child(req: dict, fds: tuple[int, int, int]) -> None:  # type: ignore[type-a
 
     for target, fd in enumerate(fds):
         os.dup2(fd, target)
-    os.closerange(3, 1 << 16)
+    for name in os.listdir("/proc/self/fd"):  # not closerange(3, big): a syscall per number
+        if int(name) > 2:
+            try:
+                os.close(int(name))
+            except OSError:
+                pass
     for res, soft, hard in req["rlimits"]:
         resource.setrlimit(res, (soft, hard))
     os.chdir("/work")
@@ -175,8 +181,25 @@ def _child(req: dict, fds: tuple[int, int, int]) -> None:  # type: ignore[type-a
     signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
 
 
-def _run_one(req: dict) -> dict | str:  # type: ignore[type-arg]
-    """Run one test; in the test process return the path of the Python file it must run."""
+_COMPILED: dict[str, object] = {}
+
+
+def _compiled(path: str) -> object:
+    """The program's code object, or the SyntaxError (or OSError) compiling it raised: compiled
+    once here, not in each test (the compiler would write to, and so copy, shared pages)."""
+    if path not in _COMPILED:
+        try:
+            with open(path, "rb") as f:
+                _COMPILED[path] = compile(f.read(), path, "exec", dont_inherit=True)
+        except (SyntaxError, ValueError, OSError) as exc:
+            _COMPILED[path] = exc
+        gc.freeze()  # what exists now is never collected in a test: no writes to its pages
+    return _COMPILED[path]
+
+
+def _run_one(req: dict) -> dict | tuple[str, object]:  # type: ignore[type-arg]
+    """Run one test; in the test process return the path and code of the Python it runs."""
+    code = _compiled(req["path"]) if req["argv"] is None else None
     in_r, in_w = os.pipe()
     out_r, out_w = os.pipe()
     err_r, err_w = os.pipe()
@@ -187,7 +210,7 @@ def _run_one(req: dict) -> dict | str:  # type: ignore[type-arg]
         os.close(out_r)
         os.close(err_r)
         _child(req, (in_r, out_w, err_w))
-        return req["path"]  # type: ignore[no-any-return]
+        return req["path"], code
     for fd in (in_r, out_w, err_w):
         os.close(fd)
     stdin = memoryview(req["stdin"])
@@ -306,7 +329,7 @@ def _run_one(req: dict) -> dict | str:  # type: ignore[type-arg]
     return answer
 
 
-def _serve() -> str | None:
+def _serve() -> tuple[str, object] | None:
     nul = os.open("/dev/null", os.O_RDWR)
     os.dup2(nul, 0)
     os.dup2(nul, 1)
@@ -324,12 +347,12 @@ def _serve() -> str | None:
         if req is None:
             return None
         result = _run_one(req)
-        if isinstance(result, str):
+        if isinstance(result, tuple):
             return result
         _send(result)
 
 
-def _start_program(path: str) -> None:
+def _start_program(path: str, code: object) -> None:
     """In the test process: become a fresh ``python -I -S -B path`` as far as the program sees."""
     import io
     import types
@@ -356,13 +379,60 @@ def _start_program(path: str) -> None:
     main.__file__ = path
     main.__builtins__ = __builtins__  # type: ignore[attr-defined]
     sys.modules["__main__"] = main
-    with open(path, "rb") as f:
-        source = f.read()
-    code = compile(source, path, "exec")
-    exec(code, main.__dict__)
+    status = 0
+    try:
+        if isinstance(code, BaseException):
+            raise code
+        exec(code, main.__dict__)  # type: ignore[arg-type]
+    except SyntaxError as exc:  # as the interpreter reports it: no traceback
+        sys.excepthook(type(exc), exc, None)
+        status = 1
+    except SystemExit as exc:
+        status = _exit_status(exc)
+    except BaseException as exc:  # what the interpreter does with an uncaught exception
+        sys.excepthook(type(exc), exc, exc.__traceback__.tb_next if exc.__traceback__ else None)
+        status = 1
+    _exit(status)
+
+
+def _exit_status(exc: SystemExit) -> int:
+    code = exc.code
+    if code is None:
+        return 0
+    if isinstance(code, int):
+        return code & 0xFF
+    try:
+        print(code, file=sys.stderr)
+    except Exception:
+        pass
+    return 1
+
+
+def _exit(status: int) -> None:
+    """The interpreter's exit steps a program can see (non-daemon threads joined, atexit
+    functions run, stdio flushed: 120 if stdout cannot be), then ``_exit``: the full
+    finalisation would touch, and so copy, every page shared with the supervisor."""
+    import atexit
+
+    try:
+        threading = sys.modules.get("threading")
+        if threading is not None:
+            threading._shutdown()  # type: ignore[attr-defined]
+        atexit._run_exitfuncs()
+    except SystemExit as exc:
+        status = _exit_status(exc)
+    except BaseException as exc:
+        sys.excepthook(type(exc), exc, exc.__traceback__)
+    for stream, code in ((sys.stdout, 120), (sys.stderr, None)):
+        try:
+            stream.flush()
+        except Exception:
+            if code is not None and status == 0:
+                status = code
+    os._exit(status)
 
 
 _program = _serve()
 if _program is None:
     os._exit(0)
-_start_program(_program)
+_start_program(*_program)

@@ -209,3 +209,19 @@ def test_the_supervisor_refuses_to_run_outside_a_sandbox() -> None:
     assert done.returncode == 70, done
     assert done.stdout == b""  # no "ready": it never served
     assert b"only runs as a sandbox's first process" in done.stderr
+
+
+def test_a_syntax_error_reads_as_in_a_fresh_run(
+    backend: BwrapBackend, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def outcome() -> tuple[str, int | None, str]:
+        with prepare("print('a'\nx = (", "python", backend) as program:
+            with program.session() as session:
+                result = session.run("", LIMITS)
+        last = result.stderr.strip().splitlines()[-1]
+        return result.status.value, result.exit_code, last
+
+    batched = outcome()
+    monkeypatch.setenv("REFEREE_SANDBOX_PER_TEST", "1")
+    assert batched == outcome()
+    assert batched[0] == "runtime_error" and batched[2].startswith("SyntaxError")
