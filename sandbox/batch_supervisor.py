@@ -417,7 +417,7 @@ def _exit(status: int) -> None:
     try:
         threading = sys.modules.get("threading")
         if threading is not None:
-            threading._shutdown()  # type: ignore[attr-defined]
+            threading._shutdown()
         atexit._run_exitfuncs()
     except SystemExit as exc:
         status = _exit_status(exc)
