@@ -225,3 +225,23 @@ def test_a_syntax_error_reads_as_in_a_fresh_run(
     monkeypatch.setenv("REFEREE_SANDBOX_PER_TEST", "1")
     assert batched == outcome()
     assert batched[0] == "runtime_error" and batched[2].startswith("SyntaxError")
+
+
+PROC_PROBE = r"""
+import os
+found = []
+for path in (f"/proc/{os.getppid()}/mem", f"/proc/{os.getppid()}/fd/1"):
+    try:
+        with open(path, "wb"):
+            found.append("opened")
+    except OSError as exc:
+        found.append(type(exc).__name__)
+print(found, len(os.listdir("/proc/self/fd")) > 0)
+"""
+
+
+def test_a_test_cannot_reach_the_supervisors_pipes_or_memory(backend: BwrapBackend) -> None:
+    with prepare(PROC_PROBE, "python", backend) as program, program.session() as session:
+        result = session.run("", LIMITS)
+        assert session.batched_runs == 1
+    assert result.stdout == "['PermissionError', 'PermissionError'] True\n", result
