@@ -30,7 +30,9 @@ concurrently (16 threads), each against all its tests, for a Python stdin/stdout
 tests (``py20``) and with 100 tests (``py100``) and a C++ one with 20 tests (``cpp20``). Modes:
 
 * ``bare``: each test a plain subprocess (the same interpreter and ``-I -B`` command line as
-  referee's recipe; C++ compiled once per program with the same g++ line), no isolation;
+  referee's recipe; C++ compiled once per program with the same g++ line), no isolation. It
+  processes the host's site-packages (``.pth`` files), as a plain ``python -I`` does;
+* ``bare -S`` (Python only): the same with ``-S``, the leanest bare start;
 * ``referee``: ``run_tests`` on the bwrap backend: one sandbox per program, each test its own
   process in it (a fork of the sandbox's lean interpreter for Python);
 * ``referee per-test``: the same with ``REFEREE_SANDBOX_PER_TEST=1`` (a sandbox per test).
@@ -229,11 +231,12 @@ def sum_tests(count: int) -> list[tuple[str, str]]:
     return out
 
 
-def bare_program(language: str, tests: list[tuple[str, str]]) -> bool:
+def bare_program(language: str, tests: list[tuple[str, str]], lean: bool = False) -> bool:
     with tempfile.TemporaryDirectory(prefix="bench-bare-") as tmp:
         if language == "python":
             Path(tmp, "main.py").write_text(PY_SUM_SOURCE)
-            argv = [get_language("python").run_argv("main.py", LIMITS)[0], "-I", "-B", "main.py"]
+            python = get_language("python").run_argv("main.py", LIMITS)[0]
+            argv = [python, "-I", *(["-S"] if lean else []), "-B", "main.py"]
         else:
             Path(tmp, "main.cpp").write_text(CPP_SUM_SOURCE)
             compiler = ["/usr/bin/g++", "-O2", "-std=gnu++17", "-pipe", "-o", "main", "main.cpp"]
@@ -263,13 +266,15 @@ def many_tests_part(backend: BwrapBackend, out: Path, quick: bool) -> str:
     sizes = {"py20": ("python", 20), "py100": ("python", 100), "cpp20": ("cpp", 20)}
     if quick:
         sizes = {"py20": ("python", 5), "py100": ("python", 10), "cpp20": ("cpp", 5)}
-    modes = ("bare", "referee", "referee per-test")
+    modes = ("bare", "bare -S", "referee", "referee per-test")
     rows: list[tuple[str, str, float]] = []
     for workload, (language, count) in sizes.items():
         tests = sum_tests(count)
         for mode in modes:
-            job = functools.partial(bare_program, language, tests)
-            if mode != "bare":
+            if mode == "bare -S" and language != "python":
+                continue
+            job = functools.partial(bare_program, language, tests, mode == "bare -S")
+            if not mode.startswith("bare"):
                 job = functools.partial(referee_program, backend, language, tests)
             saved = os.environ.get("REFEREE_SANDBOX_PER_TEST")
             os.environ["REFEREE_SANDBOX_PER_TEST"] = "1" if mode == "referee per-test" else "0"
@@ -320,9 +325,8 @@ def _plot(
     fig, ax = plt.subplots(figsize=(7, 4))
     width = 0.8 / len(modes)
     for k, mode in enumerate(modes):
-        values = [
-            next(t for w, m, t in rows if w == wl and m == mode) / bare[wl] for wl in workloads
-        ]
+        found = {w: t for w, m, t in rows if m == mode}
+        values = [found.get(wl, 0.0) / bare[wl] for wl in workloads]  # 0: not measured
         xs = [i + (k - (len(modes) - 1) / 2) * width for i in range(len(workloads))]
         ax.bar(xs, values, width, label=mode)
     ax.axhline(1.0, color="grey", linewidth=0.8, linestyle="--")
