@@ -29,7 +29,7 @@ import signal
 import sys
 import time
 
-_EXIT_GRACE_S = 0.5
+_EXIT_GRACE_S = 0.05
 _CHUNK = 65536
 _CLEAN_DIRS = ("/work", "/tmp", "/dev/shm")
 # kill(-1) below reaches every process this one may signal. That is the sandbox only when this
@@ -249,6 +249,9 @@ def _run_one(req: dict) -> dict | tuple[str, object]:  # type: ignore[type-arg]
             got, st, ru = os.wait4(pid, os.WNOHANG)
             if got == pid:
                 status, maxrss, exited_at = st, ru.ru_maxrss, now
+                # As in a sandbox of its own, whose pid namespace ends with its first process:
+                # what the test left running dies now (the pipes are then drained).
+                kill()
         if exited_at is not None and readers and now - exited_at > _EXIT_GRACE_S:
             kill()  # stray children hold the pipes open
         if killed_at is not None and now - killed_at > 2.0:

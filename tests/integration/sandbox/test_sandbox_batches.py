@@ -245,3 +245,28 @@ def test_a_test_cannot_reach_the_supervisors_pipes_or_memory(backend: BwrapBacke
         result = session.run("", LIMITS)
         assert session.batched_runs == 1
     assert result.stdout == "['PermissionError', 'PermissionError'] True\n", result
+
+
+LATE_WRITER = r"""
+import os, sys, time
+if os.fork() == 0:
+    time.sleep(0.3)
+    print("late", flush=True)
+    os._exit(0)
+print("early", flush=True)
+"""
+
+
+def test_what_a_test_leaves_running_dies_with_it(
+    backend: BwrapBackend, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """As in a sandbox of its own: when the test's process exits, its children die with it."""
+
+    def outcome() -> list[str]:
+        with prepare(LATE_WRITER, "python", backend) as program:
+            with program.session() as session:
+                return [session.run("", LIMITS).stdout for _ in range(2)]
+
+    batched = outcome()
+    monkeypatch.setenv("REFEREE_SANDBOX_PER_TEST", "1")
+    assert batched == outcome() == ["early\n", "early\n"]
