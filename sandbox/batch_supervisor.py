@@ -32,16 +32,9 @@ import time
 _EXIT_GRACE_S = 0.05
 _CHUNK = 65536
 _CLEAN_DIRS = ("/work", "/tmp", "/dev/shm")
-# kill(-1) below reaches every process this one may signal. That is the sandbox only when this
-# is the first process of a fresh pid namespace (bwrap's init is pid 1) and not root; anywhere
-# else (run by hand on a host, as root) it would be every process of the machine: refuse.
-if os.getuid() == 0 or os.geteuid() == 0 or os.getpid() > 3:
-    os.write(2, b"batch_supervisor: only runs as a sandbox's first process, not as root\n")
-    os._exit(70)
-
 _ORIGINAL_STDIO = (sys.stdin, sys.stdout, sys.stderr)  # kept: they close fds 0-2 when freed
-_CTL_IN = os.dup(0)
-_CTL_OUT = os.dup(1)
+_CTL_IN = -1
+_CTL_OUT = -1
 
 
 def _set_dumpable(value: int) -> None:
@@ -435,7 +428,20 @@ def _exit(status: int) -> None:
     os._exit(status)
 
 
-_program = _serve()
-if _program is None:
-    os._exit(0)
-_start_program(*_program)
+def _main() -> None:
+    global _CTL_IN, _CTL_OUT
+    # kill(-1) reaches every process this one may signal. That is the sandbox only when this is
+    # the first process of a fresh pid namespace (bwrap's init is pid 1) and not root; anywhere
+    # else (run by hand on a host, as root) it would be every process of the machine: refuse.
+    if os.getuid() == 0 or os.geteuid() == 0 or os.getpid() > 3:
+        os.write(2, b"batch_supervisor: only runs as a sandbox's first process, not as root\n")
+        os._exit(70)
+    _CTL_IN, _CTL_OUT = os.dup(0), os.dup(1)
+    program = _serve()
+    if program is None:
+        os._exit(0)
+    _start_program(*program)
+
+
+if __name__ == "__main__":  # run with -c; importing this module does nothing
+    _main()
