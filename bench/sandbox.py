@@ -24,11 +24,27 @@ Four ways to run them:
 Reported per workload and mode: job latency p50/p95 (ms), jobs/s and program runs/s (a C++ job
 is 10 runs plus one compile), and each mode's p50 as a ratio of the bare p50. Out of scope here:
 SandboxFusion (not measured). Writes OUT/sandbox.md (OUT: bench/out/).
+
+Second part, many tests per program (``--part tests`` runs only this part): 16 programs scored
+concurrently (16 threads), each against all its tests, for a Python stdin/stdout problem with 20
+tests (``py20``) and with 100 tests (``py100``) and a C++ one with 20 tests (``cpp20``). Modes:
+
+* ``bare``: each test a plain subprocess (the same interpreter and ``-I -B`` command line as
+  referee's recipe; C++ compiled once per program with the same g++ line), no isolation. It
+  processes the host's site-packages (``.pth`` files), as a plain ``python -I`` does;
+* ``bare -S`` (Python only): the same with ``-S``, the leanest bare start;
+* ``referee``: ``run_tests`` on the bwrap backend: one sandbox per program, each test its own
+  process in it (a fork of the sandbox's lean interpreter for Python);
+* ``referee per-test``: the same with ``REFEREE_SANDBOX_PER_TEST=1`` (a sandbox per test).
+
+Reported: the wall time to score every program, and each mode's time as a ratio of ``bare`` in
+the same run. Writes OUT/sandbox_tests.md and OUT/sandbox_tests.png.
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import shutil
 import socket
@@ -195,11 +211,143 @@ def pct(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
+# -- many tests per program ------------------------------------------------------------------
+PROGRAMS = 16
+PY_SUM_SOURCE = "n = int(input())\nprint(sum(map(int, input().split())) + n)\n"
+CPP_SUM_SOURCE = (
+    "#include <iostream>\nint main(){ long n, s = 0, x; std::cin >> n;"
+    " for (long i = 0; i < n; ++i) { std::cin >> x; s += x; }"
+    " std::cout << s + n << std::endl; return 0; }\n"
+)
+
+
+def sum_tests(count: int) -> list[tuple[str, str]]:
+    out = []
+    for i in range(count):
+        values = [(i * 31 + j * 7) % 1000 for j in range(10 + i % 20)]
+        out.append(
+            (f"{len(values)}\n{' '.join(map(str, values))}\n", f"{sum(values) + len(values)}\n")
+        )
+    return out
+
+
+def bare_program(language: str, tests: list[tuple[str, str]], lean: bool = False) -> bool:
+    with tempfile.TemporaryDirectory(prefix="bench-bare-") as tmp:
+        if language == "python":
+            Path(tmp, "main.py").write_text(PY_SUM_SOURCE)
+            python = get_language("python").run_argv("main.py", LIMITS)[0]
+            argv = [python, "-I", *(["-S"] if lean else []), "-B", "main.py"]
+        else:
+            Path(tmp, "main.cpp").write_text(CPP_SUM_SOURCE)
+            compiler = ["/usr/bin/g++", "-O2", "-std=gnu++17", "-pipe", "-o", "main", "main.cpp"]
+            subprocess.run(compiler, cwd=tmp, check=True, timeout=60)
+            argv = ["./main"]
+        return all(_bare_run(argv, stdin, tmp, True) == want for stdin, want in tests)
+
+
+def referee_program(backend: SandboxBackend, language: str, tests: list[tuple[str, str]]) -> bool:
+    source = PY_SUM_SOURCE if language == "python" else CPP_SUM_SOURCE
+    cases = [StdioTest(i, o) for i, o in tests]
+    return run_tests(source, language, cases, LIMITS, backend=backend).all_passed
+
+
+def score_all(job: Callable[[], bool], programs: int) -> float:
+    """Wall seconds to run ``job`` once per program, ``PROGRAMS`` at a time."""
+    start = time.perf_counter()
+    with ThreadPoolExecutor(PROGRAMS) as pool:
+        results = list(pool.map(lambda _: job(), range(programs)))
+    if not all(results):
+        raise RuntimeError("a benchmark program failed its tests")
+    return time.perf_counter() - start
+
+
+def many_tests_part(backend: BwrapBackend, out: Path, quick: bool) -> str:
+    programs = 4 if quick else PROGRAMS
+    sizes = {"py20": ("python", 20), "py100": ("python", 100), "cpp20": ("cpp", 20)}
+    if quick:
+        sizes = {"py20": ("python", 5), "py100": ("python", 10), "cpp20": ("cpp", 5)}
+    modes = ("bare", "bare -S", "referee", "referee per-test")
+    rows: list[tuple[str, str, float]] = []
+    for workload, (language, count) in sizes.items():
+        tests = sum_tests(count)
+        for mode in modes:
+            if mode == "bare -S" and language != "python":
+                continue
+            job = functools.partial(bare_program, language, tests, mode == "bare -S")
+            if not mode.startswith("bare"):
+                job = functools.partial(referee_program, backend, language, tests)
+            saved = os.environ.get("REFEREE_SANDBOX_PER_TEST")
+            os.environ["REFEREE_SANDBOX_PER_TEST"] = "1" if mode == "referee per-test" else "0"
+            try:
+                job()  # warm-up
+                wall = score_all(job, programs)
+            finally:
+                if saved is None:
+                    os.environ.pop("REFEREE_SANDBOX_PER_TEST", None)
+                else:
+                    os.environ["REFEREE_SANDBOX_PER_TEST"] = saved
+            rows.append((workload, mode, wall))
+            print(f"{workload:6} {mode:17} {wall:8.2f} s", flush=True)
+    bare = {w: t for w, m, t in rows if m == "bare"}
+    counts = {w: c for w, (_, c) in sizes.items()}
+    lines = [
+        "# Sandbox benchmark: many tests per program",
+        "",
+        f"{programs} programs scored concurrently ({PROGRAMS} threads), each against all its "
+        f"tests; {os.cpu_count()} CPUs; bwrap backend with cgroups="
+        f"{'yes' if backend.cgroups is not None else 'no'}.",
+        "",
+        "| workload | tests | mode | wall s | tests/s | time / bare |",
+        "|---|---:|---|---:|---:|---:|",
+    ]
+    for workload, mode, wall in rows:
+        n = counts[workload] * programs
+        lines.append(
+            f"| {workload} | {counts[workload]} | {mode} | {wall:.2f} | {n / wall:.0f} "
+            f"| {wall / bare[workload]:.2f}x |"
+        )
+    text = "\n".join(lines) + "\n"
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "sandbox_tests.md").write_text(text)
+    _plot(rows, bare, modes, out / "sandbox_tests.png")
+    return text
+
+
+def _plot(
+    rows: list[tuple[str, str, float]], bare: dict[str, float], modes: tuple[str, ...], path: Path
+) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    workloads = list(bare)
+    fig, ax = plt.subplots(figsize=(7, 4))
+    width = 0.8 / len(modes)
+    for k, mode in enumerate(modes):
+        found = {w: t for w, m, t in rows if m == mode}
+        values = [found.get(wl, 0.0) / bare[wl] for wl in workloads]  # 0: not measured
+        xs = [i + (k - (len(modes) - 1) / 2) * width for i in range(len(workloads))]
+        ax.bar(xs, values, width, label=mode)
+    ax.axhline(1.0, color="grey", linewidth=0.8, linestyle="--")
+    ax.set_xticks(range(len(workloads)), workloads)
+    ax.set_ylabel("wall time / bare subprocesses")
+    ax.set_title("Scoring programs against many tests (lower is faster)")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--out", default=str(Path(__file__).parent / "out"))
+    parser.add_argument("--part", choices=("all", "runs", "tests"), default="all")
     args = parser.parse_args(argv)
+    if args.part == "tests":
+        print(many_tests_part(BwrapBackend.create(), Path(args.out), args.quick))
+        return 0
     n_py, n_cpp = (40, 6) if args.quick else (200, 30)
     backend = BwrapBackend.create()
     docker: DockerBackend | None = None
@@ -277,6 +425,8 @@ def main(argv: list[str] | None = None) -> int:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     (out / "sandbox.md").write_text(text)
+    if args.part == "all":
+        print(many_tests_part(backend, out, args.quick))
     return 0
 
 

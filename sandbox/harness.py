@@ -7,7 +7,9 @@ Three kinds of test:
   value outside the sandbox (LiveCodeBench / TACO "call-based" tasks);
 * ``AssertTest`` (Python): run test code that asserts, then ``check(entry_point)`` (HumanEval).
 
-``run_tests`` compiles once, runs each test in a fresh sandbox, and returns a ``CodeResult``
+``run_tests`` compiles once, runs every test in one sandbox of the program, each as its own
+process with a clean working state (``programs.ProgramSession``; one sandbox per test with
+``REFEREE_SANDBOX_PER_TEST=1``), and returns a ``CodeResult``
 with a per-test ``TestOutcome`` (passed, wrong_answer, runtime_error, time_limit, memory_limit,
 output_limit, compile_error, sandbox_error, skipped), the pass fraction and
 ``reward(RewardMode.ALL_PASS | RewardMode.FRACTION)``.
@@ -34,7 +36,7 @@ from referee.sandbox.drivers import (
 )
 from referee.sandbox.languages import Language, get_language
 from referee.sandbox.models import Limits, RunResult, RunStatus
-from referee.sandbox.programs import PreparedProgram, prepare
+from referee.sandbox.programs import PreparedProgram, ProgramSession, prepare
 
 __all__ = [
     "AssertTest",
@@ -160,7 +162,7 @@ def _fail(index: int, run: RunResult) -> TestResult:
 
 
 def _run_stdio(
-    program: PreparedProgram,
+    program: PreparedProgram | ProgramSession,
     index: int,
     test: StdioTest,
     limits: Limits,
@@ -175,7 +177,7 @@ def _run_stdio(
 
 
 def _run_call(
-    program: PreparedProgram, index: int, test: FunctionCallTest, limits: Limits
+    program: PreparedProgram | ProgramSession, index: int, test: FunctionCallTest, limits: Limits
 ) -> TestResult:
     nonce = make_nonce()
     stdin = request_line(nonce, {"fn_name": test.fn_name, "args": test.args})
@@ -203,7 +205,7 @@ def _run_call(
 
 
 def _run_assert(
-    program: PreparedProgram, index: int, test: AssertTest, limits: Limits
+    program: PreparedProgram | ProgramSession, index: int, test: AssertTest, limits: Limits
 ) -> TestResult:
     nonce = make_nonce()
     stdin = request_line(nonce, {"test_code": test.test_code, "entry_point": test.entry_point})
@@ -259,9 +261,12 @@ def run_tests(
     if any(isinstance(t, AssertTest) for t in tests):
         extra[ASSERT_DRIVER_NAME] = ASSERT_DRIVER
     results: list[TestResult] = []
-    with prepare(
-        program, recipe, backend, extra_files=extra, compile_limits=compile_limits
-    ) as prepared:
+    with (
+        prepare(
+            program, recipe, backend, extra_files=extra, compile_limits=compile_limits
+        ) as prepared,
+        prepared.session() as session,
+    ):
         if not prepared.ready:
             assert prepared.compile_result is not None
             failed = prepared.compile_result
@@ -282,9 +287,9 @@ def run_tests(
                 results.append(TestResult(index, TestOutcome.SKIPPED, message=message))
                 continue
             if isinstance(test, StdioTest):
-                results.append(_run_stdio(prepared, index, test, limits, comparison))
+                results.append(_run_stdio(session, index, test, limits, comparison))
             elif isinstance(test, FunctionCallTest):
-                results.append(_run_call(prepared, index, test, limits))
+                results.append(_run_call(session, index, test, limits))
             else:
-                results.append(_run_assert(prepared, index, test, limits))
+                results.append(_run_assert(session, index, test, limits))
         return CodeResult(recipe.name, prepared.compile_result, tuple(results))

@@ -18,10 +18,11 @@ from pathlib import Path
 from types import TracebackType
 
 from referee.sandbox.backend import SandboxBackend
+from referee.sandbox.batch import BatchSandbox, batches_enabled
 from referee.sandbox.languages import Language, get_language
 from referee.sandbox.models import SANDBOX_UID, ExecRequest, Limits, RunResult, RunStatus
 
-__all__ = ["PreparedProgram", "prepare", "run_program"]
+__all__ = ["PreparedProgram", "ProgramSession", "prepare", "run_program"]
 
 
 class PreparedProgram:
@@ -71,6 +72,10 @@ class PreparedProgram:
                 limit_address_space=self.language.limit_address_space,
             )
         )
+
+    def session(self) -> ProgramSession:
+        """Runs of this program that share one sandbox where the backend can (bwrap)."""
+        return ProgramSession(self)
 
     def close(self) -> None:
         shutil.rmtree(self.directory.parent, ignore_errors=True)
@@ -161,3 +166,98 @@ def run_program(
     """Compile (if needed) and run ``source`` once."""
     with prepare(source, language, backend) as program:
         return program.run(stdin, limits)
+
+
+class ProgramSession:
+    """Many runs of one ``PreparedProgram``: one sandbox for all of them (see ``sandbox.batch``),
+    each run its own process with its own stdin and limits and a clean working state.
+
+    ``run`` has ``PreparedProgram.run``'s signature and outcomes. Where no batch can serve a
+    run (another backend, ``REFEREE_SANDBOX_PER_TEST=1``, a batch that failed or whose limits
+    differ) it is run in its own sandbox as before. Close it (or use ``with``).
+    """
+
+    def __init__(self, program: PreparedProgram) -> None:
+        self.program = program
+        self._batch: BatchSandbox | None = None
+        self._batch_failed = False
+        self.batched_runs = 0
+
+    def run(
+        self, stdin: bytes | str = b"", limits: Limits | None = None, *, entry: str | None = None
+    ) -> RunResult:
+        program = self.program
+        if not program.ready:
+            return program.run(stdin, limits, entry=entry)
+        limits = limits or Limits()
+        data = stdin.encode() if isinstance(stdin, str) else stdin
+        batch = self._batch_for(limits)
+        if batch is not None:
+            name = entry or program.source_name
+            python = program.language.name == "python"
+            argv = None if python else program.language.run_argv(name, limits)
+            result = batch.run(data, limits, argv=argv, path=f"/code/{name}")
+            if result is not None:
+                self.batched_runs += 1
+                return result
+        return program.run(data, limits, entry=entry)
+
+    def _batch_for(self, limits: Limits) -> BatchSandbox | None:
+        if self._batch is not None and self._batch.alive and self._batch.limits == limits:
+            return self._batch
+        if self._batch is not None:
+            self._batch.close()
+            self._batch = None
+        if self._batch_failed or not batches_enabled():
+            return None
+        from referee.sandbox.bwrap_backend import BwrapBackend
+
+        backend = self.program.backend
+        if not isinstance(backend, BwrapBackend):
+            return None
+        python = _python_recipe()
+        if python is None:
+            return None
+        language = self.program.language
+        toolchain = dict.fromkeys((*language.run_toolchain_dirs, *python.toolchain_dirs))
+        hidden = dict.fromkeys((*language.hidden_dirs, *python.hidden_dirs))
+        template = ExecRequest(
+            argv=("/bin/true",),
+            limits=limits,
+            env=language.full_env(),
+            program_dir=self.program.directory,
+            toolchain_dirs=tuple(toolchain),
+            hidden_dirs=tuple(hidden),
+            limit_address_space=language.limit_address_space,
+        )
+        batch = BatchSandbox(backend, template, python.run_argv("x", limits)[0])
+        if not batch.alive:
+            self._batch_failed = True  # do not pay a failed start per test
+            return None
+        self._batch = batch
+        return batch
+
+    def close(self) -> None:
+        if self._batch is not None:
+            self._batch.close()
+            self._batch = None
+
+    def __enter__(self) -> ProgramSession:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+
+def _python_recipe() -> Language | None:
+    from referee.sandbox.errors import LanguageUnavailable
+
+    try:
+        return get_language("python")
+    except LanguageUnavailable:
+        return None

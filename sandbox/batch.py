@@ -1,0 +1,267 @@
+"""One sandbox per program, each test its own process inside it (the bwrap backend's batches).
+
+``BatchSandbox`` starts one bwrap sandbox (namespaces, seccomp, uid 65534, one cgroup) for a
+prepared program and runs ``batch_supervisor.py`` in it as the first process. Each ``run`` hands
+the supervisor one test (its stdin, time and output limits) and gets that test's outcome back:
+the test ran as its own process (for Python, a fork of the supervisor's already-started lean
+interpreter; otherwise an exec of the built program), and before the answer every process it
+left was killed and /work, /tmp, /dev/shm and System V IPC were emptied.
+
+``run`` returns ``None`` when the sandbox cannot give a trustworthy answer: the supervisor died
+or stalled (a test can signal it: same uid), cleaning failed, or the limits differ from the
+batch's. The caller then runs that test (and, with a new batch, the next ones) the old way. A
+test that was OOM-killed ends the batch after its answer (the cgroup's OOM counter only tells
+one kill), so the next test gets a fresh sandbox.
+
+``REFEREE_SANDBOX_PER_TEST=1`` turns batches off (one sandbox per test, the earlier path), for
+comparison.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import marshal
+import os
+import resource
+import select
+import subprocess
+import time
+from pathlib import Path
+
+from referee.sandbox.backend import classify, split_exit_status
+from referee.sandbox.cgroups import RunCgroup
+from referee.sandbox.models import ExecRequest, Limits, RunResult
+from referee.sandbox.process_io import RawOutcome
+from referee.sandbox.resource_limits import apply_rlimits, rlimits_for
+
+__all__ = ["BatchSandbox", "batches_enabled"]
+
+_SUPERVISOR = (Path(__file__).with_name("batch_supervisor.py")).read_text(encoding="utf-8")
+_ANSWER_SLACK_S = 6.0  # the supervisor's own kill (2 s) + exit grace + cleaning (2 s)
+_TRUE = {"1", "true", "yes", "on"}
+_RLIMIT_CPU = resource.RLIMIT_CPU
+_RLIMIT_AS = resource.RLIMIT_AS
+
+
+def batches_enabled() -> bool:
+    """False when ``REFEREE_SANDBOX_PER_TEST`` asks for one sandbox per test."""
+    return os.environ.get("REFEREE_SANDBOX_PER_TEST", "").strip().lower() not in _TRUE
+
+
+class BatchSandbox:
+    """A live sandbox serving one program's tests. Not thread-safe: one test at a time."""
+
+    def __init__(self, backend: object, template: ExecRequest, python_exe: str) -> None:
+        from referee.sandbox.bwrap_backend import BwrapBackend
+
+        assert isinstance(backend, BwrapBackend)
+        self.backend = backend
+        self.limits = template.limits
+        self.alive = False
+        self.tests_run = 0
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._cgroup: RunCgroup | None = None
+        self._cpu_used = 0.0
+        self._limit_as = template.limit_address_space
+        self._start(template, python_exe)
+
+    # -- start --------------------------------------------------------------------------------
+
+    def _start(self, template: ExecRequest, python_exe: str) -> None:
+        backend = self.backend
+        request = ExecRequest(
+            argv=(python_exe, "-I", "-S", "-B", "-c", _SUPERVISOR),
+            limits=template.limits,
+            env=template.env,
+            program_dir=template.program_dir,
+            program_dir_writable=False,
+            cwd="/work",
+            toolchain_dirs=template.toolchain_dirs,
+            hidden_dirs=template.hidden_dirs,
+            limit_address_space=template.limit_address_space,
+        )
+        fds: list[int] = []
+        try:
+            if backend.cgroups is not None:
+                self._cgroup = backend.cgroups.create(self.limits)
+            from referee.sandbox.seccomp_filter import seccomp_fd
+
+            sc_fd = seccomp_fd() if backend.use_seccomp else None
+            if sc_fd is not None:
+                fds.append(sc_fd)
+            info_r, info_w = os.pipe()
+            block_r, block_w = os.pipe()
+            fds += [info_r, info_w, block_r, block_w]
+            argv = backend._argv(request, info_w, block_r, sc_fd)
+            pass_fds = [info_w, block_r] + ([sc_fd] if sc_fd is not None else [])
+            self._proc = subprocess.Popen(
+                argv,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.DEVNULL,
+                env=backend._env(request),
+                pass_fds=pass_fds,
+                close_fds=True,
+                cwd="/",
+            )
+            for fd in (info_w, block_r, *([sc_fd] if sc_fd is not None else [])):
+                os.close(fd)
+                fds.remove(fd)
+            from referee.sandbox.bwrap_backend import _read_child_pid
+
+            child = _read_child_pid(info_r)
+            if child is None:
+                raise OSError("bwrap did not start its sandbox")
+            if self._cgroup is not None:
+                self._cgroup.add(child)
+            # The CPU and address-space limits are per test: the supervisor sets them on each.
+            apply_rlimits(
+                child,
+                [r for r in self._rlimits(self.limits) if r[0] not in (_RLIMIT_CPU, _RLIMIT_AS)],
+            )
+            os.write(block_w, b"1")
+            ready = self._recv(time.monotonic() + 10.0)
+            if not ready or not ready.get("ready"):
+                raise OSError("the batch supervisor did not start")
+            self.alive = True
+        except (OSError, ValueError):
+            self.close()
+        finally:
+            for fd in fds:
+                with contextlib.suppress(OSError):
+                    os.close(fd)
+
+    def _rlimits(self, limits: Limits) -> list[tuple[int, int, int]]:
+        no_cgroup = self._cgroup is None
+        return rlimits_for(limits, address_space=no_cgroup and self._limit_as, nproc=no_cgroup)
+
+    # -- framing ------------------------------------------------------------------------------
+
+    def _send(self, message: dict[str, object]) -> bool:
+        assert self._proc is not None and self._proc.stdin is not None
+        data = marshal.dumps(message)
+        try:
+            self._proc.stdin.write(len(data).to_bytes(8, "big") + data)
+            self._proc.stdin.flush()
+        except (OSError, ValueError):
+            return False
+        return True
+
+    def _read_exact(self, n: int, deadline: float) -> bytes | None:
+        assert self._proc is not None and self._proc.stdout is not None
+        fd = self._proc.stdout.fileno()
+        buf = bytearray()
+        while len(buf) < n:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return None
+            ready, _, _ = select.select([fd], [], [], left)
+            if not ready:
+                return None
+            chunk = os.read(fd, n - len(buf))
+            if not chunk:
+                return None
+            buf += chunk
+        return bytes(buf)
+
+    def _recv(self, deadline: float) -> dict[str, object] | None:
+        head = self._read_exact(8, deadline)
+        if head is None:
+            return None
+        body = self._read_exact(int.from_bytes(head, "big"), deadline)
+        if body is None:
+            return None
+        try:
+            value = marshal.loads(body)
+        except (ValueError, EOFError, TypeError):
+            return None
+        return value if isinstance(value, dict) else None
+
+    # -- one test -----------------------------------------------------------------------------
+
+    def run(
+        self, stdin: bytes, limits: Limits, *, argv: tuple[str, ...] | None, path: str
+    ) -> RunResult | None:
+        """One test: ``argv`` to exec, or None to run the Python file ``path`` in a fork."""
+        if not self.alive or limits != self.limits:
+            return None
+        request: dict[str, object] = {
+            "argv": list(argv) if argv is not None else None,
+            "path": path,
+            "stdin": stdin,
+            "wall": limits.wall_time_s,
+            "rlimits": self._rlimits(limits),
+            "stdout_cap": limits.output_bytes,
+            "stderr_cap": limits.stderr_bytes,
+            "stderr_stop": limits.output_bytes,
+        }
+        if not self._send(request):
+            self.close()
+            return None
+        answer = self._recv(time.monotonic() + limits.wall_time_s + _ANSWER_SLACK_S)
+        if answer is None or not isinstance(answer.get("stdout"), bytes):
+            self.close()  # the supervisor was killed or stopped: nothing it says counts
+            return None
+        self.tests_run += 1
+        returncode = answer.get("returncode")
+        raw = RawOutcome(
+            returncode=returncode if isinstance(returncode, int) else None,
+            stdout=_bytes(answer.get("stdout")),
+            stderr=_bytes(answer.get("stderr")),
+            stdout_overflow=bool(answer.get("overflow")),
+            stderr_truncated=bool(answer.get("err_truncated")),
+            timed_out=bool(answer.get("timed_out")),
+            wall_time_s=_float(answer.get("wall")),
+            stderr_overflow=bool(answer.get("err_overflow")),
+        )
+        oom = False
+        cpu: float | None = None
+        if self._cgroup is not None:
+            oom = self._cgroup.oom_killed()
+            total = self._cgroup.cpu_time_s()
+            if total is not None:
+                cpu, self._cpu_used = max(0.0, total - self._cpu_used), total
+        exit_code, sig = split_exit_status(raw.returncode, shell_style=True)
+        maxrss = answer.get("maxrss")
+        result = classify(
+            raw,
+            limits,
+            exit_code=exit_code,
+            signal=sig,
+            oom_killed=oom if self._cgroup is not None else _looks_like_oom(raw),
+            cpu_time_s=cpu,
+            memory_peak_bytes=maxrss if isinstance(maxrss, int) and maxrss > 0 else None,
+        )
+        if oom or not answer.get("clean"):
+            self.close()  # the next test gets a fresh sandbox
+        return result
+
+    def close(self) -> None:
+        self.alive = False
+        proc, self._proc = self._proc, None
+        if proc is not None:
+            for stream in (proc.stdin, proc.stdout):
+                if stream is not None:
+                    with contextlib.suppress(OSError):
+                        stream.close()
+            with contextlib.suppress(ProcessLookupError):
+                proc.kill()
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.wait(timeout=5)
+        cgroup, self._cgroup = self._cgroup, None
+        if cgroup is not None:
+            cgroup.remove()
+
+
+def _bytes(value: object) -> bytes:
+    return value if isinstance(value, bytes) else b""
+
+
+def _float(value: object) -> float:
+    return float(value) if isinstance(value, int | float) else 0.0
+
+
+def _looks_like_oom(raw: RawOutcome) -> bool:
+    from referee.sandbox.bwrap_backend import _looks_like_oom as check
+
+    return check(raw)
