@@ -196,7 +196,10 @@ def test_p_yes_is_the_judges_own_probability(judge_server: Server, taught_judge:
         for response in (RIGHT, WRONG)
     }
     expected = [p_yes(taught_judge, prompts[RIGHT]), p_yes(taught_judge, prompts[WRONG])]
-    assert expected[0] > 0.99 and expected[1] < 0.01  # taught: Yes for the right answer
+    # taught until greedy decoding writes each verdict, so Yes outweighs No for the right answer
+    # and No outweighs Yes for the wrong one; how far depends on where training stopped (and on
+    # the CPU's float rounding), so the margin is not asserted, only that the route reports it
+    assert expected[0] > 0.5 > expected[1]
     for results in through_both_routes(judge_server, "p_yes"):
         assert [r["score"] for r in results] == pytest.approx(expected, abs=1e-4)
         assert [r["details"]["method"] for r in results] == ["label_probs"] * 2
