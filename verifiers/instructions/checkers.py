@@ -1,0 +1,337 @@
+"""IFEval's verifiable instructions, one check function per instruction id.
+
+Each check is ``check(response, **kwargs) -> bool`` with IFEval's kwargs (the ids and names of
+google/IFEval and lm-eval's ``instructions_registry.INSTRUCTION_DICT``); the logic follows
+``lm_eval/tasks/ifeval/instructions.py`` (Apache-2.0, the Google Research original), so the
+verdicts are IFEval's. Two deliberate differences, both for untrusted kwargs:
+
+- kwargs are validated (:func:`validate`): a missing or ill-typed one is an error, where IFEval
+  would draw a random value;
+- keywords, forbidden words, section splitters and postscript markers are literal text
+  (``re.escape``), where IFEval passes them to ``re`` as patterns (a caller's pattern could take
+  exponential time). For IFEval's own data, plain words and markers, the verdicts are the same.
+"""
+
+from __future__ import annotations
+
+import collections
+import json
+import re
+from collections.abc import Callable, Mapping
+from typing import Any, Final
+
+from referee.verifiers.instructions.text_tools import (
+    LanguageUnknown,
+    count_sentences,
+    count_words,
+    detect_language,
+    word_tokenize,
+)
+
+__all__ = ["CHECKS", "INSTRUCTION_IDS", "KWARGS", "RELATIONS", "validate"]
+
+RELATIONS: Final = ("less than", "at least")
+_CONSTRAINED_RESPONSES: Final = ("My answer is yes.", "My answer is no.", "My answer is maybe.")
+
+
+def _compare(count: int, relation: str, threshold: int) -> bool:
+    return count < threshold if relation == "less than" else count >= threshold
+
+
+def _language(value: str, *, language: str) -> bool:
+    try:
+        return detect_language(value) == language
+    except LanguageUnknown:  # IFEval: "Count as instruction is followed."
+        return True
+
+
+def _number_sentences(value: str, *, num_sentences: int, relation: str) -> bool:
+    return _compare(count_sentences(value), relation, num_sentences)
+
+
+def _number_placeholders(value: str, *, num_placeholders: int) -> bool:
+    return len(re.findall(r"\[.*?\]", value)) >= num_placeholders
+
+
+def _number_bullet_lists(value: str, *, num_bullets: int) -> bool:
+    stars = re.findall(r"^\s*\*[^\*].*$", value, flags=re.MULTILINE)
+    dashes = re.findall(r"^\s*-.*$", value, flags=re.MULTILINE)
+    return len(stars) + len(dashes) == num_bullets
+
+
+def _constrained_response(value: str) -> bool:
+    value = value.strip()
+    return any(option in value for option in _CONSTRAINED_RESPONSES)
+
+
+def _number_highlighted_sections(value: str, *, num_highlights: int) -> bool:
+    found = sum(1 for h in re.findall(r"\*[^\n\*]*\*", value) if h.strip("*").strip())
+    found += sum(
+        1
+        for h in re.findall(r"\*\*[^\n\*]*\*\*", value)
+        if h.removeprefix("**").removesuffix("**").strip()
+    )
+    return found >= num_highlights
+
+
+def _multiple_sections(value: str, *, section_spliter: str, num_sections: int) -> bool:
+    pattern = r"\s?" + re.escape(section_spliter.strip()) + r"\s?\d+\s?"
+    return len(re.split(pattern, value)) - 1 >= num_sections
+
+
+def _number_paragraphs(value: str, *, num_paragraphs: int) -> bool:
+    paragraphs = re.split(r"\s?\*\*\*\s?", value)
+    count = len(paragraphs)
+    for index, paragraph in enumerate(paragraphs):
+        if not paragraph.strip():
+            if index in (0, len(paragraphs) - 1):
+                count -= 1
+            else:
+                return False
+    return count == num_paragraphs
+
+
+def _postscript(value: str, *, postscript_marker: str) -> bool:
+    marker = postscript_marker.strip()
+    value = value.lower()
+    if marker == "P.P.S":
+        pattern = r"\s*p\.\s?p\.\s?s.*$"
+    elif marker == "P.S.":
+        pattern = r"\s*p\.\s?s\..*$"
+    else:
+        pattern = r"\s*" + re.escape(marker.lower()) + r".*$"
+    return bool(re.findall(pattern, value, flags=re.MULTILINE))
+
+
+def _keywords_exist(value: str, *, keywords: list[str]) -> bool:
+    return all(re.search(re.escape(k), value, flags=re.IGNORECASE) for k in keywords)
+
+
+def _keyword_frequency(value: str, *, keyword: str, frequency: int, relation: str) -> bool:
+    found = len(re.findall(re.escape(keyword.strip()), value, flags=re.IGNORECASE))
+    return _compare(found, relation, frequency)
+
+
+def _number_words(value: str, *, num_words: int, relation: str) -> bool:
+    return _compare(count_words(value), relation, num_words)
+
+
+def _json_format(value: str) -> bool:
+    value = (
+        value.strip()
+        .removeprefix("```json")
+        .removeprefix("```Json")
+        .removeprefix("```JSON")
+        .removeprefix("```")
+        .removesuffix("```")
+        .strip()
+    )
+    try:
+        json.loads(value)
+    except ValueError:
+        return False
+    except RecursionError:  # nested deeper than the parser goes: not a usable JSON answer
+        return False
+    return True
+
+
+def _nth_paragraph_first_word(
+    value: str, *, num_paragraphs: int, nth_paragraph: int, first_word: str
+) -> bool:
+    paragraphs = re.split(r"\n\n", value)
+    count = len(paragraphs) - sum(1 for p in paragraphs if not p.strip())
+    if nth_paragraph > count:
+        return False
+    paragraph = paragraphs[nth_paragraph - 1].strip()
+    if not paragraph:
+        return False
+    word = paragraph.split()[0].strip().lstrip("'").lstrip('"')
+    first = ""
+    for letter in word:
+        if letter in {".", ",", "?", "!", "'", '"'}:
+            break
+        first += letter.lower()
+    return count == num_paragraphs and first == first_word.lower()
+
+
+def _forbidden_words(value: str, *, forbidden_words: list[str]) -> bool:
+    return not any(
+        re.search(r"\b" + re.escape(w) + r"\b", value, flags=re.IGNORECASE)
+        for w in forbidden_words
+    )
+
+
+def _two_responses(value: str) -> bool:
+    valid = []
+    parts = value.split("******")
+    for index, part in enumerate(parts):
+        if not part.strip():
+            if index not in (0, len(parts) - 1):
+                return False
+        else:
+            valid.append(part)
+    return len(valid) == 2 and valid[0].strip() != valid[1].strip()
+
+
+def _repeat_prompt(value: str, *, prompt_to_repeat: str) -> bool:
+    return value.strip().lower().startswith(prompt_to_repeat.strip().lower())
+
+
+def _end_checker(value: str, *, end_phrase: str) -> bool:
+    return value.strip().strip('"').lower().endswith(end_phrase.strip().lower())
+
+
+def _title(value: str) -> bool:
+    return any(t.lstrip("<").rstrip(">").strip() for t in re.findall(r"<<[^\n]+>>", value))
+
+
+def _letter_frequency(value: str, *, letter: str, let_frequency: int, let_relation: str) -> bool:
+    found = collections.Counter(value.lower())[letter.strip().lower()]
+    return _compare(found, let_relation, let_frequency)
+
+
+def _english_capital(value: str) -> bool:
+    try:
+        return value.isupper() and detect_language(value) == "en"
+    except LanguageUnknown:
+        return True
+
+
+def _english_lowercase(value: str) -> bool:
+    try:
+        return value.islower() and detect_language(value) == "en"
+    except LanguageUnknown:
+        return True
+
+
+def _no_comma(value: str) -> bool:
+    return "," not in value
+
+
+def _capital_word_frequency(value: str, *, capital_frequency: int, capital_relation: str) -> bool:
+    found = sum(1 for word in word_tokenize(value) if word.isupper())
+    return _compare(found, capital_relation, capital_frequency)
+
+
+def _quotation(value: str) -> bool:
+    value = value.strip()
+    return len(value) > 1 and value[0] == '"' and value[-1] == '"'
+
+
+CHECKS: Final[Mapping[str, Callable[..., bool]]] = {
+    "keywords:existence": _keywords_exist,
+    "keywords:frequency": _keyword_frequency,
+    "keywords:forbidden_words": _forbidden_words,
+    "keywords:letter_frequency": _letter_frequency,
+    "language:response_language": _language,
+    "length_constraints:number_sentences": _number_sentences,
+    "length_constraints:number_paragraphs": _number_paragraphs,
+    "length_constraints:number_words": _number_words,
+    "length_constraints:nth_paragraph_first_word": _nth_paragraph_first_word,
+    "detectable_content:number_placeholders": _number_placeholders,
+    "detectable_content:postscript": _postscript,
+    "detectable_format:number_bullet_lists": _number_bullet_lists,
+    "detectable_format:constrained_response": _constrained_response,
+    "detectable_format:number_highlighted_sections": _number_highlighted_sections,
+    "detectable_format:multiple_sections": _multiple_sections,
+    "detectable_format:json_format": _json_format,
+    "detectable_format:title": _title,
+    "combination:two_responses": _two_responses,
+    "combination:repeat_prompt": _repeat_prompt,
+    "startend:end_checker": _end_checker,
+    "change_case:capital_word_frequency": _capital_word_frequency,
+    "change_case:english_capital": _english_capital,
+    "change_case:english_lowercase": _english_lowercase,
+    "punctuation:no_comma": _no_comma,
+    "startend:quotation": _quotation,
+}
+INSTRUCTION_IDS: Final = tuple(CHECKS)
+
+# The kwargs each instruction takes: name -> kind ("count": an int >= 1, "relation": one of
+# RELATIONS, "text": a non-empty string, "words": a non-empty list of non-empty strings,
+# "letter": one ASCII letter, "language": a langdetect code such as "en" or "zh-cn").
+KWARGS: Final[Mapping[str, Mapping[str, str]]] = {
+    "keywords:existence": {"keywords": "words"},
+    "keywords:frequency": {"keyword": "text", "frequency": "count", "relation": "relation"},
+    "keywords:forbidden_words": {"forbidden_words": "words"},
+    "keywords:letter_frequency": {
+        "letter": "letter",
+        "let_frequency": "count",
+        "let_relation": "relation",
+    },
+    "language:response_language": {"language": "language"},
+    "length_constraints:number_sentences": {"num_sentences": "count", "relation": "relation"},
+    "length_constraints:number_paragraphs": {"num_paragraphs": "count"},
+    "length_constraints:number_words": {"num_words": "count", "relation": "relation"},
+    "length_constraints:nth_paragraph_first_word": {
+        "num_paragraphs": "count",
+        "nth_paragraph": "count",
+        "first_word": "text",
+    },
+    "detectable_content:number_placeholders": {"num_placeholders": "count"},
+    "detectable_content:postscript": {"postscript_marker": "text"},
+    "detectable_format:number_bullet_lists": {"num_bullets": "count"},
+    "detectable_format:number_highlighted_sections": {"num_highlights": "count"},
+    "detectable_format:multiple_sections": {"section_spliter": "text", "num_sections": "count"},
+    "combination:repeat_prompt": {"prompt_to_repeat": "text"},
+    "startend:end_checker": {"end_phrase": "text"},
+    "change_case:capital_word_frequency": {
+        "capital_frequency": "count",
+        "capital_relation": "relation",
+    },
+}
+_LANGUAGE_CODE = re.compile(r"[a-z]{2,3}(-[a-z]{2})?")
+MAX_TEXT = 10_000
+MAX_WORDS = 100
+
+
+def _check_value(name: str, kind: str, value: Any) -> str | None:
+    """What is wrong with one kwarg, or None."""
+    if kind == "count":
+        ok = isinstance(value, int) and not isinstance(value, bool) and 1 <= value <= 10_000_000
+        return None if ok else "an integer from 1"
+    if kind == "relation":
+        return None if value in RELATIONS else f"one of {list(RELATIONS)}"
+    if kind == "text":
+        ok = isinstance(value, str) and bool(value.strip()) and len(value) <= MAX_TEXT
+        return None if ok else f"a non-empty string of at most {MAX_TEXT} characters"
+    if kind == "words":
+        ok = (
+            isinstance(value, list)
+            and 0 < len(value) <= MAX_WORDS
+            and all(isinstance(w, str) and w.strip() and len(w) <= 200 for w in value)
+        )
+        return None if ok else f"a list of 1 to {MAX_WORDS} non-empty strings"
+    if kind == "letter":
+        ok = isinstance(value, str) and len(value) == 1 and "a" <= value.lower() <= "z"
+        return None if ok else "one ASCII letter"
+    if kind == "language":
+        ok = isinstance(value, str) and bool(_LANGUAGE_CODE.fullmatch(value))
+        return None if ok else "a language code as langdetect gives it, e.g. 'en', 'zh-cn'"
+    raise AssertionError(kind)
+
+
+def validate(instruction_id: str, kwargs: Mapping[str, Any]) -> dict[str, Any]:
+    """The instruction's kwargs, checked (``None`` values dropped, as IFEval rows carry every
+    kwarg name with ``None`` for the unused ones). Raises :class:`ValueError` saying what is
+    wrong."""
+    if instruction_id not in CHECKS:
+        raise ValueError(
+            f"unknown instruction id {instruction_id!r}; IFEval's ids are {list(INSTRUCTION_IDS)}"
+        )
+    wanted = KWARGS.get(instruction_id, {})
+    given = {k: v for k, v in kwargs.items() if v is not None}
+    extra = sorted(set(given) - set(wanted))
+    if extra:
+        takes = sorted(wanted) or "no kwargs"
+        raise ValueError(f"{instruction_id} takes {takes}, not {extra}")
+    for name, kind in wanted.items():
+        if name not in given:
+            raise ValueError(f"{instruction_id} needs the kwarg {name!r}")
+        problem = _check_value(name, kind, given[name])
+        if problem is not None:
+            raise ValueError(f"{instruction_id}: {name} must be {problem}, not {given[name]!r}")
+    if instruction_id == "length_constraints:nth_paragraph_first_word":
+        if given["nth_paragraph"] > given["num_paragraphs"]:
+            raise ValueError(f"{instruction_id}: nth_paragraph is more than num_paragraphs")
+    return given
