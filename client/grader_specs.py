@@ -17,7 +17,9 @@ from pydantic import BaseModel
 
 __all__ = ["fill_grader", "parse_grader", "plain", "tests_from_value"]
 
-NEEDS_REFERENCE = frozenset({"math", "multiple_choice", "string_check", "prm_mc"})
+NEEDS_REFERENCE = frozenset(
+    {"math", "multiple_choice", "string_check", "prm_mc", "text_similarity"}
+)
 MAX_GRADER_DEPTH = 60
 """Deepest nesting of lists and objects a grader may have (``weighted`` in ``weighted`` ...)."""
 _TOO_DEEP = f"the grader nests lists and objects more than {MAX_GRADER_DEPTH} levels deep"
@@ -108,13 +110,23 @@ def tests_from_value(value: Any) -> list[dict[str, Any]] | None:
     return None
 
 
+def _no_reference(value: Any) -> bool:
+    """No reference yet: none, or an OpenAI ``{{item.field}}`` template (the row's reference)."""
+    return value is None or (
+        isinstance(value, str)
+        and value.strip().startswith("{{")
+        and value.strip().endswith("}}")
+        and value.strip()[2:].lstrip().startswith("item.")
+    )
+
+
 def fill_grader(
     grader: Mapping[str, Any], reference: Any = None, tests: Any = None
 ) -> dict[str, Any]:
     """``grader`` with the row's reference (and tests) filled in where it needs them."""
     out = dict(grader)
     kind = out.get("type")
-    if kind in NEEDS_REFERENCE | MAY_TAKE_REFERENCE and out.get("reference") is None:
+    if kind in NEEDS_REFERENCE | MAY_TAKE_REFERENCE and _no_reference(out.get("reference")):
         text = reference_text(reference)
         if text is not None:
             out["reference"] = text

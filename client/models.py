@@ -29,6 +29,14 @@ from referee.client.code_models import (
     SandboxRunResponse,
     StdioTestSpec,
 )
+from referee.client.text_grader_models import (
+    SAMPLE_TEMPLATE,
+    Instruction,
+    InstructionFollowingGrader,
+    TextSimilarityGrader,
+    check_openai_input,
+    check_reference_text,
+)
 
 __all__ = [
     "AssertTestSpec",
@@ -43,6 +51,8 @@ __all__ = [
     "Grader",
     "GradersResponse",
     "GroupStats",
+    "Instruction",
+    "InstructionFollowingGrader",
     "JudgeRequest",
     "JudgeResponse",
     "JudgeResult",
@@ -72,6 +82,7 @@ __all__ = [
     "SandboxRunResponse",
     "StdioTestSpec",
     "StringCheckGrader",
+    "TextSimilarityGrader",
     "WeightedGrader",
     "WeightedPart",
 ]
@@ -142,11 +153,25 @@ class MultipleChoiceGrader(_Model):
 
 
 class StringCheckGrader(_Model):
-    """String comparison: eq, ne, like (substring), ilike (case-insensitive substring)."""
+    """String comparison: eq, ne, like (substring), ilike (case-insensitive substring). OpenAI's
+    `string_check` object is accepted as it is (`name`, `input: "{{sample.output_text}}"`)."""
 
     type: Literal["string_check"] = "string_check"
     reference: str = Field(..., max_length=100_000)
     operation: Literal["eq", "ne", "like", "ilike"] = "eq"
+    # OpenAI's grader object fields (text_grader_models): accepted, the input checked
+    name: str | None = Field(None, max_length=256, description="OpenAI's grader name (unused).")
+    input: str | None = Field(None, max_length=256, description=f"OpenAI's {SAMPLE_TEMPLATE!r}.")
+
+    @field_validator("input")
+    @classmethod
+    def _input_is_the_response(cls, value: str | None) -> str | None:
+        return check_openai_input(value)
+
+    @field_validator("reference")
+    @classmethod
+    def _reference_is_text(cls, value: str) -> str:
+        return check_reference_text(value)
 
 
 _FORMAT_PATTERNS = ("think_answer", "answer_tag", "boxed", "think")
@@ -368,7 +393,10 @@ Grader = Annotated[
     | NamedGrader
     | MajorityVoteGrader
     | LengthPenaltyGrader
-    | WeightedGrader,
+    | WeightedGrader
+    # text graders (issue 19): IFEval instructions, OpenAI's text similarity
+    | InstructionFollowingGrader
+    | TextSimilarityGrader,
     Field(discriminator="type"),
 ]
 WeightedPart.model_rebuild()

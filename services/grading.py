@@ -63,6 +63,28 @@ def score_item(grader: dict[str, Any], response: str) -> tuple[float | None, dic
     if kind == "format":
         result = check_format(response, grader.get("pattern", "think_answer"))
         return result.score, _details(result.to_dict())
+    # text graders (issue 19): IFEval instructions, OpenAI's text similarity
+    if kind == "instruction_following":
+        from referee.verifiers.instructions import check_instructions
+
+        followed = check_instructions(
+            response,
+            grader["instructions"],
+            mode=grader.get("mode", "strict"),
+            aggregate=grader.get("aggregate", "fraction"),
+        )
+        return followed.score, followed.to_dict()
+    if kind == "text_similarity":
+        from referee.verifiers.text_similarity import similarity
+
+        sim = similarity(
+            response,
+            grader["reference"],
+            grader.get("evaluation_metric", "fuzzy_match"),
+            grader.get("pass_threshold"),
+            binary=grader.get("binary", False),
+        )
+        return sim.score, sim.to_dict()
     if kind == "weighted":
         parts: list[tuple[float, float]] = []
         breakdown: list[dict[str, Any]] = []

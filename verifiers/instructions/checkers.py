@@ -18,8 +18,10 @@ import collections
 import json
 import re
 from collections.abc import Callable, Mapping
-from typing import Any, Final
+from typing import Final
 
+from referee.client.instruction_specs import INSTRUCTION_IDS, KWARGS, RELATIONS
+from referee.client.instruction_specs import validate_kwargs as validate
 from referee.verifiers.instructions.text_tools import (
     LanguageUnknown,
     count_sentences,
@@ -30,7 +32,6 @@ from referee.verifiers.instructions.text_tools import (
 
 __all__ = ["CHECKS", "INSTRUCTION_IDS", "KWARGS", "RELATIONS", "validate"]
 
-RELATIONS: Final = ("less than", "at least")
 _CONSTRAINED_RESPONSES: Final = ("My answer is yes.", "My answer is no.", "My answer is maybe.")
 
 
@@ -156,8 +157,7 @@ def _nth_paragraph_first_word(
 
 def _forbidden_words(value: str, *, forbidden_words: list[str]) -> bool:
     return not any(
-        re.search(r"\b" + re.escape(w) + r"\b", value, flags=re.IGNORECASE)
-        for w in forbidden_words
+        re.search(r"\b" + re.escape(w) + r"\b", value, flags=re.IGNORECASE) for w in forbidden_words
     )
 
 
@@ -245,93 +245,3 @@ CHECKS: Final[Mapping[str, Callable[..., bool]]] = {
     "punctuation:no_comma": _no_comma,
     "startend:quotation": _quotation,
 }
-INSTRUCTION_IDS: Final = tuple(CHECKS)
-
-# The kwargs each instruction takes: name -> kind ("count": an int >= 1, "relation": one of
-# RELATIONS, "text": a non-empty string, "words": a non-empty list of non-empty strings,
-# "letter": one ASCII letter, "language": a langdetect code such as "en" or "zh-cn").
-KWARGS: Final[Mapping[str, Mapping[str, str]]] = {
-    "keywords:existence": {"keywords": "words"},
-    "keywords:frequency": {"keyword": "text", "frequency": "count", "relation": "relation"},
-    "keywords:forbidden_words": {"forbidden_words": "words"},
-    "keywords:letter_frequency": {
-        "letter": "letter",
-        "let_frequency": "count",
-        "let_relation": "relation",
-    },
-    "language:response_language": {"language": "language"},
-    "length_constraints:number_sentences": {"num_sentences": "count", "relation": "relation"},
-    "length_constraints:number_paragraphs": {"num_paragraphs": "count"},
-    "length_constraints:number_words": {"num_words": "count", "relation": "relation"},
-    "length_constraints:nth_paragraph_first_word": {
-        "num_paragraphs": "count",
-        "nth_paragraph": "count",
-        "first_word": "text",
-    },
-    "detectable_content:number_placeholders": {"num_placeholders": "count"},
-    "detectable_content:postscript": {"postscript_marker": "text"},
-    "detectable_format:number_bullet_lists": {"num_bullets": "count"},
-    "detectable_format:number_highlighted_sections": {"num_highlights": "count"},
-    "detectable_format:multiple_sections": {"section_spliter": "text", "num_sections": "count"},
-    "combination:repeat_prompt": {"prompt_to_repeat": "text"},
-    "startend:end_checker": {"end_phrase": "text"},
-    "change_case:capital_word_frequency": {
-        "capital_frequency": "count",
-        "capital_relation": "relation",
-    },
-}
-_LANGUAGE_CODE = re.compile(r"[a-z]{2,3}(-[a-z]{2})?")
-MAX_TEXT = 10_000
-MAX_WORDS = 100
-
-
-def _check_value(name: str, kind: str, value: Any) -> str | None:
-    """What is wrong with one kwarg, or None."""
-    if kind == "count":
-        ok = isinstance(value, int) and not isinstance(value, bool) and 1 <= value <= 10_000_000
-        return None if ok else "an integer from 1"
-    if kind == "relation":
-        return None if value in RELATIONS else f"one of {list(RELATIONS)}"
-    if kind == "text":
-        ok = isinstance(value, str) and bool(value.strip()) and len(value) <= MAX_TEXT
-        return None if ok else f"a non-empty string of at most {MAX_TEXT} characters"
-    if kind == "words":
-        ok = (
-            isinstance(value, list)
-            and 0 < len(value) <= MAX_WORDS
-            and all(isinstance(w, str) and w.strip() and len(w) <= 200 for w in value)
-        )
-        return None if ok else f"a list of 1 to {MAX_WORDS} non-empty strings"
-    if kind == "letter":
-        ok = isinstance(value, str) and len(value) == 1 and "a" <= value.lower() <= "z"
-        return None if ok else "one ASCII letter"
-    if kind == "language":
-        ok = isinstance(value, str) and bool(_LANGUAGE_CODE.fullmatch(value))
-        return None if ok else "a language code as langdetect gives it, e.g. 'en', 'zh-cn'"
-    raise AssertionError(kind)
-
-
-def validate(instruction_id: str, kwargs: Mapping[str, Any]) -> dict[str, Any]:
-    """The instruction's kwargs, checked (``None`` values dropped, as IFEval rows carry every
-    kwarg name with ``None`` for the unused ones). Raises :class:`ValueError` saying what is
-    wrong."""
-    if instruction_id not in CHECKS:
-        raise ValueError(
-            f"unknown instruction id {instruction_id!r}; IFEval's ids are {list(INSTRUCTION_IDS)}"
-        )
-    wanted = KWARGS.get(instruction_id, {})
-    given = {k: v for k, v in kwargs.items() if v is not None}
-    extra = sorted(set(given) - set(wanted))
-    if extra:
-        takes = sorted(wanted) or "no kwargs"
-        raise ValueError(f"{instruction_id} takes {takes}, not {extra}")
-    for name, kind in wanted.items():
-        if name not in given:
-            raise ValueError(f"{instruction_id} needs the kwarg {name!r}")
-        problem = _check_value(name, kind, given[name])
-        if problem is not None:
-            raise ValueError(f"{instruction_id}: {name} must be {problem}, not {given[name]!r}")
-    if instruction_id == "length_constraints:nth_paragraph_first_word":
-        if given["nth_paragraph"] > given["num_paragraphs"]:
-            raise ValueError(f"{instruction_id}: nth_paragraph is more than num_paragraphs")
-    return given

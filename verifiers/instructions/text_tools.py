@@ -1,9 +1,10 @@
 """The tokenizers and the language detector IFEval's checks count with, loaded lazily.
 
 IFEval (google-research/instruction_following_eval, and lm-eval's copy in
-``lm_eval/tasks/ifeval/instructions_util.py``) counts words with nltk's ``RegexpTokenizer(r"\\w+")``,
-sentences with nltk's Punkt English model, capital words with ``nltk.word_tokenize``, and detects
-the language with langdetect. These are the same libraries, called the same way.
+``lm_eval/tasks/ifeval/instructions_util.py``) counts words with nltk's
+``RegexpTokenizer(r"\\w+")``, sentences with nltk's Punkt English model, capital words with
+``nltk.word_tokenize``, and detects the language with langdetect: the same libraries,
+called the same way.
 
 Punkt's English parameters are nltk *data* (``punkt_tab``), which no PyPI package ships and which
 this service never downloads: where nltk finds them (``NLTK_DATA``, ``~/nltk_data``) they are used;
@@ -50,11 +51,13 @@ def sentence_model() -> str:
     """``"punkt english"`` or ``"punkt untrained"`` (no punkt_tab data on this machine)."""
     from nltk.tokenize.punkt import PunktTokenizer
 
-    return "punkt english" if isinstance(sentence_tokenizer(), PunktTokenizer) else "punkt untrained"
+    return (
+        "punkt english" if isinstance(sentence_tokenizer(), PunktTokenizer) else "punkt untrained"
+    )
 
 
 def count_words(text: str) -> int:
-    """IFEval's word count: nltk ``RegexpTokenizer(r"\\w+")`` tokens (``re.findall`` of ``\\w+``)."""
+    """IFEval's word count: nltk ``RegexpTokenizer(r"\\w+")`` tokens (``re.findall``)."""
     return len(_WORD.findall(text))
 
 
