@@ -63,8 +63,14 @@ RESPONSES = [
 INSTRUCTIONS: list[dict[str, Any]] = [
     {"id": "keywords:existence", "kwargs": {"keywords": ["cat", "dog"]}},
     {"id": "keywords:existence", "kwargs": {"keywords": ["poem"]}},
-    {"id": "keywords:frequency", "kwargs": {"keyword": "cat", "frequency": 3, "relation": "at least"}},
-    {"id": "keywords:frequency", "kwargs": {"keyword": "the", "frequency": 2, "relation": "less than"}},
+    {
+        "id": "keywords:frequency",
+        "kwargs": {"keyword": "cat", "frequency": 3, "relation": "at least"},
+    },
+    {
+        "id": "keywords:frequency",
+        "kwargs": {"keyword": "the", "frequency": 2, "relation": "less than"},
+    },
     {"id": "keywords:forbidden_words", "kwargs": {"forbidden_words": ["cat", "world"]}},
     {"id": "keywords:forbidden_words", "kwargs": {"forbidden_words": ["zebra"]}},
     {
