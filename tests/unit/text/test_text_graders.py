@@ -230,3 +230,21 @@ def test_hostile_kwargs_are_literal_text() -> None:
     assert result.score == 0.0
     deep = "[" * 100_000 + "]" * 100_000
     assert check_instructions(deep, [{"id": "detectable_format:json_format"}]).score == 0.0
+
+
+def test_bullet_count_equals_ifevals_patterns() -> None:
+    import random
+    import re
+
+    from referee.verifiers.instructions.checkers import count_line_items
+
+    rng = random.Random(0)
+    alphabet = [" ", "\n", "*", "-", "a", "\t", "\r", "\x0b", "\u2003", "\n\n", "**"]
+    for _ in range(20_000):
+        text = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 16)))
+        stars = len(re.findall(r"^\s*\*[^\*].*$", text, flags=re.MULTILINE))
+        dashes = len(re.findall(r"^\s*-.*$", text, flags=re.MULTILINE))
+        assert count_line_items(text, "*", then_other=True) == stars, repr(text)
+        assert count_line_items(text, "-", then_other=False) == dashes, repr(text)
+    # a degenerate RL output: the pattern backtracks over every blank line; the count does not
+    assert count_line_items("\n" * 2_000_000 + "x*", "*", then_other=True) == 0
