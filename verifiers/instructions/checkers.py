@@ -30,7 +30,16 @@ from referee.verifiers.instructions.text_tools import (
     word_tokenize,
 )
 
-__all__ = ["CHECKS", "INSTRUCTION_IDS", "KWARGS", "RELATIONS", "count_line_items", "validate"]
+__all__ = [
+    "CHECKS",
+    "INSTRUCTION_IDS",
+    "KWARGS",
+    "RELATIONS",
+    "count_line_items",
+    "count_placeholders",
+    "titles",
+    "validate",
+]
 
 _CONSTRAINED_RESPONSES: Final = ("My answer is yes.", "My answer is no.", "My answer is maybe.")
 
@@ -50,8 +59,51 @@ def _number_sentences(value: str, *, num_sentences: int, relation: str) -> bool:
     return _compare(count_sentences(value), relation, num_sentences)
 
 
+def count_placeholders(text: str) -> int:
+    """``len(re.findall(r"\\[.*?\\]", text))`` in linear time (the pattern rescans the line
+    from every ``[`` that has no ``]`` after it on its line: a line of 50,000 ``[`` takes
+    seconds). A ``[`` matches up to the first ``]`` after it on its line; one that has none
+    fails, and so does every later ``[`` of that line."""
+    count, start = 0, 0
+    while True:
+        opening = text.find("[", start)
+        if opening == -1:
+            return count
+        closing = text.find("]", opening + 1)
+        line_end = text.find("\n", opening + 1)
+        if closing != -1 and (line_end == -1 or closing < line_end):
+            count += 1
+            start = closing + 1
+        elif line_end == -1:
+            return count
+        else:
+            start = line_end + 1
+
+
+def titles(text: str) -> list[str]:
+    """``re.findall(r"<<[^\\n]+>>", text)`` in linear time (the greedy pattern backtracks over
+    the rest of the line from every ``<<``). A ``<<`` matches up to the last ``>>`` of its line
+    that leaves at least one character between; one that has none fails, and so does every later
+    ``<<`` of that line."""
+    found, start, n = [], 0, len(text)
+    while True:
+        opening = text.find("<<", start)
+        if opening == -1:
+            return found
+        line_end = text.find("\n", opening)
+        stop = n if line_end == -1 else line_end
+        closing = text.rfind(">>", opening + 3, stop)
+        if closing != -1:
+            found.append(text[opening : closing + 2])
+            start = closing + 2
+        elif line_end == -1:
+            return found
+        else:
+            start = line_end + 1
+
+
 def _number_placeholders(value: str, *, num_placeholders: int) -> bool:
-    return len(re.findall(r"\[.*?\]", value)) >= num_placeholders
+    return count_placeholders(value) >= num_placeholders
 
 
 _NON_SPACE = re.compile(r"\S")
@@ -211,7 +263,7 @@ def _end_checker(value: str, *, end_phrase: str) -> bool:
 
 
 def _title(value: str) -> bool:
-    return any(t.lstrip("<").rstrip(">").strip() for t in re.findall(r"<<[^\n]+>>", value))
+    return any(t.lstrip("<").rstrip(">").strip() for t in titles(value))
 
 
 def _letter_frequency(value: str, *, letter: str, let_frequency: int, let_relation: str) -> bool:

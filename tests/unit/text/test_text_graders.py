@@ -248,3 +248,19 @@ def test_bullet_count_equals_ifevals_patterns() -> None:
         assert count_line_items(text, "-", then_other=False) == dashes, repr(text)
     # a degenerate RL output: the pattern backtracks over every blank line; the count does not
     assert count_line_items("\n" * 2_000_000 + "x*", "*", then_other=True) == 0
+
+
+def test_placeholder_and_title_scans_equal_ifevals_patterns() -> None:
+    import random
+    import re
+
+    from referee.verifiers.instructions.checkers import count_placeholders, titles
+
+    rng = random.Random(1)
+    alphabet = ["[", "]", "<", ">", "<<", ">>", "\n", "a", " ", "\r"]
+    for _ in range(20_000):
+        text = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 16)))
+        assert count_placeholders(text) == len(re.findall(r"\[.*?\]", text)), repr(text)
+        assert titles(text) == re.findall(r"<<[^\n]+>>", text), repr(text)
+    assert count_placeholders("[" * 2_000_000) == 0  # the pattern: quadratic in the line
+    assert titles("<" * 2_000_000) == []
