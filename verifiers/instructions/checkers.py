@@ -85,7 +85,8 @@ def titles(text: str) -> list[str]:
     the rest of the line from every ``<<``). A ``<<`` matches up to the last ``>>`` of its line
     that leaves at least one character between; one that has none fails, and so does every later
     ``<<`` of that line."""
-    found, start, n = [], 0, len(text)
+    found: list[str] = []
+    start, n = 0, len(text)
     while True:
         opening = text.find("<<", start)
         if opening == -1:
