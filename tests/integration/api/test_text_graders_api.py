@@ -171,3 +171,28 @@ def test_bad_specs_are_422_problems(
     problem = r.json()
     assert problem["type"] == "invalid-request"
     assert where in problem["detail"] and message in problem["detail"], problem["detail"]
+
+
+def test_a_hostile_response_costs_one_check_not_the_server(
+    referee_server_factory: Any, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    # nltk's Punkt + Treebank tokenizers (IFEval's capital-word count, here and in lm-eval) take
+    # tens of seconds on 200,000 one-letter sentences: the item's deadline stops it
+    srv = referee_server_factory(
+        tmp_path_factory.mktemp("text-hostile"),
+        {"REFEREE_MATH_WORKERS": "1", "REFEREE_PROCEDURAL_TIMEOUT_S": "8"},
+        "text-hostile",
+    )
+    capitals = {
+        "id": "change_case:capital_word_frequency",
+        "kwargs": {"capital_frequency": 3, "capital_relation": "at least"},
+    }
+    grader = {"type": "instruction_following", "instructions": [capitals]}
+    hostile = {"id": "bomb", "response": "A. " * 200_000, "grader": grader}
+    r = post(srv, {"items": [hostile]})
+    assert r.status_code == 200, r.text
+    assert r.json()["rewards"][0]["details"]["outcome"] == "timeout"
+    fine = {"id": "ok", "response": "NASA and the FBI met the CIA.", "grader": grader}
+    r = post(srv, {"items": [fine]})
+    assert r.json()["rewards"][0]["score"] == 1.0
+    assert httpx.get(srv.url + "/healthz").json() == {"status": "ok"}
