@@ -113,20 +113,22 @@ def validate_kwargs(instruction_id: str, kwargs: Mapping[str, Any]) -> dict[str,
     wrong."""
     if instruction_id not in INSTRUCTION_IDS:
         raise ValueError(
-            f"unknown instruction id {instruction_id!r}; IFEval's ids are {list(INSTRUCTION_IDS)}"
+            f"unknown instruction id {instruction_id[:100]!r}; IFEval's ids are {list(INSTRUCTION_IDS)}"
         )
     wanted = KWARGS.get(instruction_id, {})
     given = {k: v for k, v in kwargs.items() if v is not None}
     extra = sorted(set(given) - set(wanted))
     if extra:
         takes = sorted(wanted) or "no kwargs"
-        raise ValueError(f"{instruction_id} takes {takes}, not {extra}")
+        raise ValueError(f"{instruction_id} takes {takes}, not {extra[:10]}")
     for name, kind in wanted.items():
         if name not in given:
             raise ValueError(f"{instruction_id} needs the kwarg {name!r}")
         problem = _check_value(name, kind, given[name])
         if problem is not None:
-            raise ValueError(f"{instruction_id}: {name} must be {problem}, not {given[name]!r}")
+            shown = repr(given[name])
+            shown = shown if len(shown) <= 120 else shown[:120] + "..."
+            raise ValueError(f"{instruction_id}: {name} must be {problem}, not {shown}")
     if instruction_id == "length_constraints:nth_paragraph_first_word":
         if given["nth_paragraph"] > given["num_paragraphs"]:
             raise ValueError(f"{instruction_id}: nth_paragraph is more than num_paragraphs")

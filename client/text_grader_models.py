@@ -91,9 +91,13 @@ class InstructionFollowingGrader(_Model):
         if isinstance(data, dict) and "instruction_id_list" in data:
             data = dict(data)
             ids = data.pop("instruction_id_list")
-            kwargs = data.pop("kwargs", None) or [{}] * len(ids)
-            if not isinstance(ids, list) or not isinstance(kwargs, list):
-                raise ValueError("instruction_id_list and kwargs must be lists")
+            kwargs = data.pop("kwargs", None)
+            if not isinstance(ids, list):
+                raise ValueError("instruction_id_list must be a list of instruction ids")
+            if kwargs is None:
+                kwargs = [{}] * len(ids)
+            if not isinstance(kwargs, list):
+                raise ValueError("kwargs must be a list (one object per instruction id)")
             if len(kwargs) != len(ids):
                 raise ValueError("instruction_id_list and kwargs must have the same length")
             data["instructions"] = [
