@@ -113,7 +113,8 @@ def validate_kwargs(instruction_id: str, kwargs: Mapping[str, Any]) -> dict[str,
     wrong."""
     if instruction_id not in INSTRUCTION_IDS:
         raise ValueError(
-            f"unknown instruction id {instruction_id[:100]!r}; IFEval's ids are {list(INSTRUCTION_IDS)}"
+            f"unknown instruction id {instruction_id[:100]!r}; "
+            f"IFEval's ids are {list(INSTRUCTION_IDS)}"
         )
     wanted = KWARGS.get(instruction_id, {})
     given = {k: v for k, v in kwargs.items() if v is not None}
