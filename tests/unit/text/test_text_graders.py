@@ -264,3 +264,13 @@ def test_placeholder_and_title_scans_equal_ifevals_patterns() -> None:
         assert titles(text) == re.findall(r"<<[^\n]+>>", text), repr(text)
     assert count_placeholders("[" * 2_000_000) == 0  # the pattern: quadratic in the line
     assert titles("<" * 2_000_000) == []
+
+
+def test_openai_objects_registered_by_name_take_the_items_reference() -> None:
+    from referee.services.named_graders import GraderRegistry
+
+    registry = GraderRegistry({"close": OPENAI_TEXT_SIMILARITY})
+    grader = registry.expand({"type": "named", "name": "close", "reference": "the answer is four"})
+    assert grader["reference"] == "the answer is four"
+    score, details = score_item(_grader(grader), "the answer is four")
+    assert score == 1.0 and details["passed"] is True
