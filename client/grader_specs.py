@@ -15,7 +15,13 @@ from typing import Any
 
 from pydantic import BaseModel
 
-__all__ = ["fill_grader", "parse_grader", "plain", "tests_from_value"]
+__all__ = [
+    "fill_grader",
+    "instructions_from_value",
+    "parse_grader",
+    "plain",
+    "tests_from_value",
+]
 
 NEEDS_REFERENCE = frozenset(
     {"math", "multiple_choice", "string_check", "prm_mc", "text_similarity"}
@@ -110,6 +116,27 @@ def tests_from_value(value: Any) -> list[dict[str, Any]] | None:
     return None
 
 
+def instructions_from_value(value: Any) -> dict[str, Any]:
+    """An ``instruction_following`` grader's instructions from a row's reference column: an
+    IFEval row (``{"instruction_id_list", "kwargs"}``), ``{"instructions": [...]}`` or a list of
+    ``{"id", "kwargs"}``, or JSON text of one of these. Nothing usable: ``{}`` (the grader is then
+    refused for having no instructions)."""
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except (json.JSONDecodeError, RecursionError):
+            return {}
+    value = plain(value)
+    if isinstance(value, list) and all(isinstance(v, dict) and "id" in v for v in value):
+        return {"instructions": value}
+    if isinstance(value, dict):
+        if "instruction_id_list" in value:
+            return {k: value[k] for k in ("instruction_id_list", "kwargs") if k in value}
+        if "instructions" in value:
+            return {"instructions": value["instructions"]}
+    return {}
+
+
 def _no_reference(value: Any) -> bool:
     """No reference yet: none, or an OpenAI ``{{item.field}}`` template (the row's reference)."""
     return value is None or (
@@ -141,6 +168,10 @@ def fill_grader(
         found = tests_from_value(tests) if tests is not None else None
         if out.get("tests") is None and found is not None:
             out["tests"] = found
+    elif kind == "instruction_following" and not (
+        "instructions" in out or "instruction_id_list" in out
+    ):
+        out.update(instructions_from_value(reference))
     elif kind == "weighted":
         out["graders"] = [
             {**p, "grader": fill_grader(p["grader"], reference, tests)}

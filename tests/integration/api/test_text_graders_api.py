@@ -4,6 +4,7 @@ the metric libraries' own, OpenAI grader objects work as they are, bad specs are
 
 from __future__ import annotations
 
+import json
 import types
 from collections.abc import Iterator
 from typing import Any
@@ -177,10 +178,11 @@ def test_a_hostile_response_costs_one_check_not_the_server(
     referee_server_factory: Any, tmp_path_factory: pytest.TempPathFactory
 ) -> None:
     # nltk's Punkt + Treebank tokenizers (IFEval's capital-word count, here and in lm-eval) take
-    # tens of seconds on 200,000 one-letter sentences: the item's deadline stops it
+    # about 25 µs a sentence: 1.3 million one-letter sentences are half a minute of work, far
+    # past the item's 5 s deadline, which stops it
     srv = referee_server_factory(
         tmp_path_factory.mktemp("text-hostile"),
-        {"REFEREE_MATH_WORKERS": "1", "REFEREE_PROCEDURAL_TIMEOUT_S": "8"},
+        {"REFEREE_MATH_WORKERS": "1", "REFEREE_PROCEDURAL_TIMEOUT_S": "5"},
         "text-hostile",
     )
     capitals = {
@@ -188,11 +190,29 @@ def test_a_hostile_response_costs_one_check_not_the_server(
         "kwargs": {"capital_frequency": 3, "capital_relation": "at least"},
     }
     grader = {"type": "instruction_following", "instructions": [capitals]}
-    hostile = {"id": "bomb", "response": "A. " * 200_000, "grader": grader}
+    hostile = {"id": "bomb", "response": "A. " * 1_300_000, "grader": grader}
     r = post(srv, {"items": [hostile]})
     assert r.status_code == 200, r.text
     assert r.json()["rewards"][0]["details"]["outcome"] == "timeout"
-    fine = {"id": "ok", "response": "NASA and the FBI met the CIA.", "grader": grader}
+    # the replaced worker answers the next item (a check that imports nothing heavy)
+    commas = {"type": "instruction_following", "instructions": [{"id": "punctuation:no_comma"}]}
+    fine = {"id": "ok", "response": "No commas here.", "grader": commas}
     r = post(srv, {"items": [fine]})
     assert r.json()["rewards"][0]["score"] == 1.0
     assert httpx.get(srv.url + "/healthz").json() == {"status": "ok"}
+
+
+def test_slime_route_takes_the_instructions_from_the_label(server: Server) -> None:
+    label = json.dumps(IFEVAL_ROW)
+    r = httpx.post(
+        server.url + "/slime/reward/instruction_following",
+        json={"prompt": "p", "response": RESPONSES[0], "label": label},
+        params={"details": "true"},
+        timeout=60,
+    )
+    assert r.status_code == 200, r.text
+    body = r.json()
+    inline = {"type": "instruction_following", **IFEVAL_ROW}
+    same = post(server, {"items": [{"id": "a", "response": RESPONSES[0], "grader": inline}]})
+    assert body["reward"] == same.json()["rewards"][0]["score"] == 0.8  # 13 words, not < 12
+    assert body["details"]["instructions"] == same.json()["rewards"][0]["details"]["instructions"]

@@ -274,3 +274,23 @@ def test_openai_objects_registered_by_name_take_the_items_reference() -> None:
     assert grader["reference"] == "the answer is four"
     score, details = score_item(_grader(grader), "the answer is four")
     assert score == 1.0 and details["passed"] is True
+
+
+@pytest.mark.parametrize(
+    "label",
+    [
+        '{"instruction_id_list": ["punctuation:no_comma"], "kwargs": [{"num_words": null}]}',
+        {"instructions": [{"id": "punctuation:no_comma"}]},
+        [{"id": "punctuation:no_comma", "kwargs": {}}],
+    ],
+)
+def test_a_rows_reference_column_carries_the_instructions(label: Any) -> None:
+    grader = _grader(fill_grader({"type": "instruction_following", "mode": "loose"}, label))
+    assert grader["instructions"] == [{"id": "punctuation:no_comma", "kwargs": {}}]
+    assert grader["mode"] == "loose"
+    assert score_item(grader, "no commas here")[0] == 1.0
+
+
+def test_a_reference_without_instructions_is_refused() -> None:
+    with pytest.raises(ValidationError, match="instructions"):
+        _grader(fill_grader({"type": "instruction_following"}, "not instructions"))
