@@ -19,6 +19,8 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import importlib.util
+import io
+import logging
 import os
 import subprocess
 import sys
@@ -104,7 +106,10 @@ def load() -> types.SimpleNamespace:
             module.__path__ = []
             sys.modules[parent] = module
     loaded: dict[str, Any] = {}
-    with _no_download():
+    # lm-eval logs an error for every text langdetect finds no features in (and counts the
+    # instruction as followed, as referee does): not news here
+    logging.getLogger(f"{_PACKAGE}.instructions").setLevel(logging.CRITICAL)
+    with _no_download(), contextlib.redirect_stdout(io.StringIO()):
         for name in _MODULES:
             path = root / f"{name}.py"
             path.write_text(sources[name])
