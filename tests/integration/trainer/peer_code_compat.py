@@ -66,7 +66,7 @@ def peer_package(name: str, version: str) -> Path:
     target = cache_dir() / f"{name}-{version}"
     done = target / ".unpacked"
     if done.exists():
-        return target
+        return _import_root(target)
     wheels = target / "wheel"
     wheels.mkdir(parents=True, exist_ok=True)
     subprocess.run(
@@ -79,6 +79,16 @@ def peer_package(name: str, version: str) -> Path:
     with zipfile.ZipFile(wheel) as zf:
         zf.extractall(target)
     done.touch()
+    return _import_root(target)
+
+
+def _import_root(target: Path) -> Path:
+    """Where the package folders lie: the wheel's root, or its ``*.data/purelib`` (OpenRLHF's
+    wheel is a platform wheel whose Python code sits there)."""
+    for data in sorted(target.glob("*.data")):
+        for lib in ("purelib", "platlib"):
+            if (data / lib).is_dir():
+                return data / lib
     return target
 
 
@@ -109,8 +119,10 @@ def stub_modules(**attributes: dict[str, object]) -> Iterator[None]:
     """``stub_modules(ray={"remote": f})``: modules absent here, with the names the loaded code
     reads at import; removed again afterwards (and anything loaded under them)."""
     added = []
+    roots = {name.split(".")[0] for name in attributes}
+    absent = {r for r in roots if r not in sys.modules and importlib.util.find_spec(r) is None}
     for name, attrs in attributes.items():
-        if importlib.util.find_spec(name.split(".")[0]) is not None:
+        if name.split(".")[0] not in absent:
             continue  # the real one is installed: use it
         module = ModuleType(name)
         for key, value in attrs.items():
