@@ -159,7 +159,7 @@ def verl_python() -> Path:
     # after its own packages: torch (and only what veRL's venv lacks) from the dev environment
     Path(own, "zz_referee_dev_torch.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
     subprocess.run(
-        [str(python), "-c", "import torch, tensordict, transformers, verl; print(verl.__version__)"],
+        [str(python), "-c", "import torch, tensordict, transformers, verl"],
         check=True,
         timeout=300,
     )

@@ -32,6 +32,7 @@ import httpx
 import pytest
 
 from referee.trainer_adapter.tiny_policy import byte_tokenizer
+
 from .peer_code_compat import load_by_path, peer_package, stub_modules
 
 OPENRLHF_VERSION = "0.11.2"
