@@ -17,6 +17,7 @@ A download needs PyPI; where it is unreachable the test fails (these are the poi
 
 from __future__ import annotations
 
+import hashlib
 import importlib.util
 import os
 import subprocess
@@ -138,7 +139,9 @@ def stub_modules(**attributes: dict[str, object]) -> Iterator[None]:
 
 def verl_python() -> Path:
     """The interpreter of the cached veRL 0.9.1 environment (built on first use, minutes)."""
-    venv = cache_dir() / f"verl-{VERL_VERSION}-venv"
+    dev = sysconfig.get_paths()["purelib"]
+    tag = hashlib.sha1(dev.encode()).hexdigest()[:8]  # its .pth names this dev environment
+    venv = cache_dir() / f"verl-{VERL_VERSION}-venv-{tag}"
     python = venv / "bin" / "python"
     done = venv / ".ready"
     if done.exists():
@@ -157,7 +160,8 @@ def verl_python() -> Path:
         text=True,
     ).stdout.strip()
     # after its own packages: torch (and only what veRL's venv lacks) from the dev environment
-    Path(own, "zz_referee_dev_torch.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
+    # the dev environment as a site dir (its .pth files too: referee's editable finder)
+    Path(own, "zz_referee_dev_torch.pth").write_text(f"import site; site.addsitedir({dev!r})\n")
     subprocess.run(
         [str(python), "-c", "import torch, tensordict, transformers, verl"],
         check=True,
