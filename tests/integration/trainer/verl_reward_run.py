@@ -44,7 +44,7 @@ def _data(rows: list[dict[str, Any]], responses: list[str], tokenizer: Any) -> A
     mask = torch.tensor(
         [
             [0] * (p_len - len(p)) + [1] * len(p) + [1] * len(a) + [0] * (r_len - len(a))
-            for p, a in zip(prompts, answers)
+            for p, a in zip(prompts, answers, strict=True)
         ]
     )
     return DataProto.from_dict(
