@@ -49,7 +49,9 @@ def test_ppo_without_verl_prepares_the_run_and_says_how_to_install(
         "trainer.total_training_steps=5",
     )  # fmt: skip
     assert done.returncode == 3, done.stderr
-    assert "veRL is not installed" in done.stderr and "pip install verl" in done.stderr
+    assert (
+        "veRL is not installed" in done.stderr and "pip install 'verl[vllm]==0.9.1'" in done.stderr
+    )
     overrides = json.loads((out / "ppo_overrides.json").read_text())
     assert "algorithm.adv_estimator=gae" in overrides  # PPO: critic + GAE
     assert "critic.model.path=Qwen/Qwen2.5-0.5B-Instruct" in overrides
