@@ -254,7 +254,6 @@ class RefereeReward:
         outcomes: list[str] = ["invalid" if i in built.errors else "error" for i in range(n)]
         extracted: list[str | None] = [None] * n
         parts: dict[str, list[float | None]] = {}
-        valid = [False] * n
         if response is not None:
             for pos, result in zip(built.positions, response.rewards, strict=True):
                 outcome = str(result.details.get("outcome", "unknown"))
@@ -263,13 +262,12 @@ class RefereeReward:
                 extracted[pos] = None if value is None else str(value)[:200]
                 if result.score is not None and result.valid:
                     rewards[pos] = result.score
-                    valid[pos] = True
                 for part in result.details.get("parts", []) or []:
                     if isinstance(part, Mapping) and "type" in part:
                         column = parts.setdefault(f"referee_{part['type']}", [None] * n)
                         column[pos] = part.get("score")
         if self.log_details:
-            self._log(columns, n, outcomes, extracted, parts, response, error, elapsed_s, valid)
+            self._log(columns, n, outcomes, extracted, parts, response, error, elapsed_s)
         return rewards
 
     def _log(
@@ -282,7 +280,6 @@ class RefereeReward:
         response: RewardsResponse | None,
         error: str | None,
         elapsed_s: float,
-        valid: list[bool],
     ) -> None:
         log_extra = columns.get("log_extra")
         log_metric = columns.get("log_metric")
@@ -292,7 +289,7 @@ class RefereeReward:
             for column, values in sorted(parts.items()):
                 log_extra(column, values)
         if callable(log_metric):
-            failed = n - sum(valid)
+            failed = sum(1 for o in outcomes if o in FAILED_OUTCOMES)  # None by a vote: no fault
             log_metric("referee/failed", failed / n if n else 0.0)
             log_metric("referee/latency_s", elapsed_s)
             groups = response.groups if response is not None else []
