@@ -1,10 +1,10 @@
 """veRL 0.9.1's own reward code calling referee's reward module, with the keys ``referee train
 ppo`` writes: veRL's config composed with those overrides, its reward loop
-(``RewardLoopWorker`` with the ``naive`` manager) and its older ``BatchRewardManager``, run in a
-cached environment of veRL's pinned requirements (see peer_code_compat.verl_python; nothing is
-stubbed, ray is installed there and not started). The rewards must equal ``/v1/rewards`` on
-the same responses, every row of ``data_source`` ``referee`` must reach referee, and ``valid``
-must reach ``reward_extra_info``."""
+(``RewardLoopWorker`` with the ``naive`` manager) and its older ``naive`` and ``batch``
+managers, in a cached environment of veRL's pinned requirements (see
+peer_code_compat.verl_python; nothing is stubbed, ray is installed there and not started). The
+rewards must equal ``/v1/rewards`` on the same responses, every row of ``data_source``
+``referee`` must reach referee, and ``valid`` must reach ``reward_extra_info``."""
 
 from __future__ import annotations
 
@@ -104,6 +104,6 @@ def test_verl_091_reward_loop_and_batch_manager(tmp_path: Path, server: Server) 
     ]
     assert all(set(r["reward_extra_info"]) >= {"score", "valid", "acc"} for r in loop)
 
-    batch = got["batch_manager"]
-    assert batch["scores"] == expected
-    assert batch["reward_extra_info"]["valid"] == valid
+    for older in ("naive_manager", "batch_manager"):
+        assert got[older]["scores"] == expected, older
+        assert got[older]["reward_extra_info"]["valid"] == valid, older

@@ -12,8 +12,9 @@ byte tokenizer in; it becomes the model path veRL loads its tokenizer from).
 2. veRL 0.9.1's reward loop: ``RewardLoopWorker(config).compute_score_batch(data)``, which
    loads the reward function from ``reward.custom_reward_function`` and runs the configured
    manager (``naive``) on each trajectory concurrently.
-3. veRL's older batch manager (``verl/workers/reward_manager/batch.py``, still shipped) with
-   ``compute_score_batch`` from the same file, as ``reward_model.reward_manager=batch`` ran it.
+3. veRL's older managers, still shipped (``verl/workers/reward_manager``): ``naive`` with
+   ``compute_score``, and ``batch`` with ``compute_score_batch`` from the same file, as
+   ``reward_model.reward_manager=naive|batch`` ran them before 0.9.
 """
 
 from __future__ import annotations
@@ -62,6 +63,17 @@ def _data(rows: list[dict[str, Any]], responses: list[str], tokenizer: Any) -> A
     )
 
 
+def _legacy(done: dict[str, Any]) -> dict[str, Any]:
+    """An older manager's answer: the reward tensor's per-row sums and the extra info lists."""
+    return {
+        "scores": [float(x) for x in done["reward_tensor"].sum(dim=-1).tolist()],
+        "reward_extra_info": {
+            k: [v if isinstance(v, bool) else float(v) for v in vs]
+            for k, vs in done["reward_extra_info"].items()
+        },
+    }
+
+
 def main() -> None:
     spec = json.loads(open(sys.argv[1]).read())
     import pyarrow.parquet as pq
@@ -72,6 +84,7 @@ def main() -> None:
     from verl.trainer.ppo.reward import get_custom_reward_fn
     from verl.utils.ray_utils import get_event_loop
     from verl.workers.reward_manager.batch import BatchRewardManager
+    from verl.workers.reward_manager.naive import NaiveRewardManager as LegacyNaiveRewardManager
 
     ByT5Tokenizer(extra_ids=0).save_pretrained(spec["tokenizer_dir"])
     overrides = [o for o in spec["overrides"] if not o.startswith("actor_rollout_ref.model.path=")]
@@ -97,21 +110,20 @@ def main() -> None:
     ]
     out["reward_loop_manager"] = config.reward.reward_manager.name
 
+    # the older per-sample manager (verl/workers/reward_manager/naive.py)
+    tokenizer = ByT5Tokenizer.from_pretrained(spec["tokenizer_dir"])
+    legacy = LegacyNaiveRewardManager(
+        tokenizer, num_examine=0, compute_score=get_custom_reward_fn(config)
+    )
+    done = legacy(_data(rows, spec["responses"], tokenizer), return_dict=True)
+    out["naive_manager"] = _legacy(done)
+
     # the older batch manager, with the batch function of the same module
     config.reward.custom_reward_function.name = "compute_score_batch"
     batch_fn = get_custom_reward_fn(config)
-    tokenizer = ByT5Tokenizer.from_pretrained(spec["tokenizer_dir"])
     manager = BatchRewardManager(tokenizer, num_examine=0, compute_score=batch_fn)
-    data = _data(rows, spec["responses"], tokenizer)
-    done = manager(data, return_dict=True)
-    tensor = done["reward_tensor"]
-    out["batch_manager"] = {
-        "scores": [float(x) for x in tensor.sum(dim=-1).tolist()],
-        "reward_extra_info": {
-            k: [v if isinstance(v, bool) else float(v) for v in vs]
-            for k, vs in done["reward_extra_info"].items()
-        },
-    }
+    done = manager(_data(rows, spec["responses"], tokenizer), return_dict=True)
+    out["batch_manager"] = _legacy(done)
     print(json.dumps(out, default=lambda o: o.item() if hasattr(o, "item") else str(o)))
 
 
