@@ -16,6 +16,7 @@ from typing import Any
 from typing import Any as Server
 
 import httpx
+import pytest
 
 from .peer_code_compat import verl_python
 
@@ -64,7 +65,8 @@ def _v1_rewards(url: str, table: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return rewards
 
 
-def test_verl_091_reward_loop_and_batch_manager(tmp_path: Path, server: Server) -> None:
+@pytest.mark.timeout(1800)  # the first run builds veRL's environment (minutes), then it is cached
+def test_verl_091_reward_loop_and_older_managers(tmp_path: Path, server: Server) -> None:
     import pyarrow.parquet as pq
 
     out = _train_ppo(tmp_path, server.url)
