@@ -9,8 +9,9 @@
   loaded code only names at import time (each test says which).
 - ``verl_python()``: a virtual environment for veRL 0.9.1's reward path, built once into the
   cache: veRL pins transformers < 5.11 and tensordict <= 0.10.0, while the dev environment has
-  TRL's transformers 5.24, so veRL gets its own site-packages, and borrows only torch (2.13.0,
-  CPU) from the dev environment through a ``.pth`` line placed after its own packages.
+  TRL's transformers 5.24, so veRL gets its own site-packages and takes from the dev
+  environment only what it lacks (torch 2.13.0 CPU; referee, whose module veRL loads) through a
+  ``.pth`` line that adds the dev site-packages after its own.
 
 A download needs PyPI; where it is unreachable the test fails (these are the point of the tests).
 """
