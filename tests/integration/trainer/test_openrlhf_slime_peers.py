@@ -165,6 +165,27 @@ def test_openrlhf_single_turn_rewards_equal_v1_rewards(
     assert all(o["extra_logs"]["referee_valid"] == [1.0] for o in outputs)
 
 
+def test_openrlhf_under_its_load_64_concurrent_samples(
+    openrlhf: SimpleNamespace, server: Server
+) -> None:
+    """8 prompts x 8 samples, all dispatched at once as OpenRLHF's samples generator does (one
+    ``generate_responses`` per prompt, the n samples of each gathered): 64 requests at a time."""
+    prompts = {}
+    for k in range(8):
+        prompt = f"<|im_start|>user\nWhat is {k} + 64?<|im_end|>\n<|im_start|>assistant\n"
+        answers = [
+            f"So the answer is \\boxed{{{k + 64 + (j % 3 == 0)}}}<|im_end|>" for j in range(8)
+        ]
+        prompts[prompt] = (str(k + 64), answers)
+    outputs = asyncio.run(_rollout(openrlhf, server.url + "/openrlhf/reward", prompts))
+    assert len(outputs) == 64
+    samples = [(o["prompt"], o["response_text"], o["label"]) for o in outputs]
+    reference = _reference_rewards(server, samples, {"type": "math"})
+    assert [o["reward"] for o in outputs] == [[r["score"]] for r in reference]
+    assert sum(o["reward"][0] for o in outputs) == 8 * 5  # j = 0, 3, 6 are off by one
+    assert all(o["extra_logs"]["referee_valid"] == [1.0] for o in outputs)
+
+
 def test_openrlhf_group_grader_fails_each_sample_it_cannot_group(
     openrlhf: SimpleNamespace, server: Server
 ) -> None:
