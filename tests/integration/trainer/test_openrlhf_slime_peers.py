@@ -148,9 +148,13 @@ def test_openrlhf_single_turn_rewards_equal_v1_rewards(
     prompts = {
         PROMPT: ("72", ANSWERS),
         PROMPT.replace("8 apples", "9 apples"): ("73", ["#### 73<|im_end|>", "#### 72<|im_end|>"]),
+        "<|im_start|>user\nA broken row<|im_end|>\n": ("\\frac{", ["#### 1<|im_end|>"]),
     }
     outputs = asyncio.run(_rollout(openrlhf, server.url + "/openrlhf/reward", prompts))
-    assert len(outputs) == 7
+    assert len(outputs) == 8
+    broken = outputs.pop()  # a bad reference: 0 and failed, in OpenRLHF's extra_logs
+    assert broken["reward"] == [0.0] and broken["extra_logs"]["referee_failed"] == [1.0]
+    assert broken["extra_logs"]["referee_valid"] == [0.0]
     # the query OpenRLHF posted kept the special tokens: the EOS of the policy is in it
     assert all(o["response_text"].endswith("</s>") for o in outputs)
     samples = [(o["prompt"], o["response_text"], o["label"]) for o in outputs]

@@ -24,7 +24,9 @@ HERE = Path(__file__).resolve().parent
 ROWS = [
     {"prompt": "What is 3+4?", "answer": "7"},
     {"prompt": "Pick one: (A) 1 (B) 2", "answer": "B", "grader": {"type": "multiple_choice"}},
-    {"prompt": "Janet has 8 apples and buys 64. How many?", "answer": "72"},
+    # a gsm8k row: with referee's keys veRL's own gsm8k scorer (which wants "#### 72") is not
+    # used, so "The final answer is 72" scores 1
+    {"prompt": "Janet has 8 apples, buys 64.", "answer": "72", "data_source": "openai/gsm8k"},
     {"prompt": "Broken row", "answer": "\\frac{"},  # a bad reference: not valid
 ]
 RESPONSES = [  # row i % 4; veRL decodes without special tokens
@@ -71,7 +73,7 @@ def test_verl_091_reward_loop_and_older_managers(tmp_path: Path, server: Server)
 
     out = _train_ppo(tmp_path, server.url)
     table = pq.read_table(out / "train.parquet").to_pylist()
-    assert {r["data_source"] for r in table} == {"referee"}
+    assert [r["data_source"] for r in table] == ["referee", "referee", "openai/gsm8k", "referee"]
     spec = {
         "overrides": json.loads((out / "ppo_overrides.json").read_text()),
         "parquet": str(out / "train.parquet"),
