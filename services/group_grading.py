@@ -11,8 +11,10 @@ details) that the ordinary grading path then combines.
   through the full pipeline (``score_inner``: math, code, judges, other group graders), then each
   group's pass rate sets the penalty (:func:`referee.verifiers.length_penalty`).
 
-An item without ``group``, a vote that overran its deadline, an inner grader with no score:
-reported on that item (``score`` None or 0 with the reason), never by failing the batch.
+An item without ``group``, a group of one sample (outcome ``group_too_small``: what a
+per-sample route such as OpenRLHF's or slime's gives a group grader), a vote that overran its
+deadline, an inner grader with no score: reported on that item (``score`` None or 0 with the
+reason, ``valid`` false), never by failing the batch and never as a silent score.
 """
 
 from __future__ import annotations
