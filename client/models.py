@@ -7,9 +7,10 @@ generated from them) and the SDK returns them. This module imports only pydantic
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from referee.client.code_models import (
     AssertTestSpec,
@@ -39,6 +40,7 @@ from referee.client.text_grader_models import (
 )
 
 __all__ = [
+    "INVALID_OUTCOMES",
     "AssertTestSpec",
     "CodeGradeRequest",
     "CodeGradeResponse",
@@ -85,6 +87,7 @@ __all__ = [
     "TextSimilarityGrader",
     "WeightedGrader",
     "WeightedPart",
+    "reward_is_valid",
 ]
 
 
@@ -432,6 +435,41 @@ class RewardsRequest(_Model):
     )
 
 
+INVALID_OUTCOMES = frozenset(
+    {
+        "timeout",
+        "error",
+        "judge_error",
+        "invalid",
+        "bad_reference",
+        "sandbox_error",
+        "language_unavailable",
+        "group_too_small",
+    }
+)
+"""Outcomes that are referee's failure (or the data's), not the model's: such a reward is not
+``valid`` and a trainer should mask the sample instead of learning from its 0."""
+
+
+def reward_is_valid(score: float | None, details: Mapping[str, Any]) -> bool:
+    """False when the score says nothing about the response: no score, an outcome of
+    :data:`INVALID_OUTCOMES`, or such an outcome in a part of a weighted grader or in a
+    program's test (a sandbox fault on one test)."""
+    if score is None or details.get("outcome") in INVALID_OUTCOMES:
+        return False
+    parts = details.get("parts")
+    if isinstance(parts, list):
+        for part in parts:
+            if isinstance(part, dict) and not reward_is_valid(part.get("score", 0.0), part):
+                return False
+    tests = details.get("tests")
+    if isinstance(tests, list):
+        if any(isinstance(t, dict) and t.get("outcome") == "sandbox_error" for t in tests):
+            return False
+    inner = details.get("inner")  # length_penalty: the inner grader's details
+    return not (isinstance(inner, dict) and inner.get("outcome") in INVALID_OUTCOMES)
+
+
 class RewardResult(_Model):
     id: str
     score: float | None = Field(
@@ -439,16 +477,34 @@ class RewardResult(_Model):
         description="None when a model judge's verdict could not be read or the judge failed: "
         "the trainer should skip the sample (TRL's convention).",
     )
+    valid: bool = Field(
+        True,
+        description="False when referee, not the model, failed: a timeout, a worker or sandbox "
+        "error, an unreadable judge verdict, a bad reference, a group grader without its group. "
+        "The score (0 or None) then says nothing about the response: mask the sample. Filled "
+        "from score and details when not given.",
+    )
     details: dict[str, Any] = Field(
         default_factory=dict,
         description="outcome, reason and what the grader read (extracted answer, method, ...); "
-        "a per-item failure has outcome `timeout` or `error` and a score of 0.",
+        "a per-item failure has outcome `timeout` or `error`, a score of 0 and `valid` false.",
     )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _fill_valid(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "valid" not in data:
+            details = data.get("details") or {}
+            score = data.get("score")
+            if isinstance(details, Mapping):
+                return {**data, "valid": reward_is_valid(score, details)}
+        return data
 
 
 class GroupStats(_Model):
     group: str
-    n: int
+    n: int = Field(..., description="The group's valid rewards, which the statistics count.")
+    invalid: int = Field(0, description="The group's rewards left out as not `valid`.")
     mean: float
     std: float
     pass_rate: float
