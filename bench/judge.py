@@ -23,8 +23,8 @@ from referee.genrm.backend import LLMBackend, SamplingParams
 from referee.genrm.judges import JudgeItem, fill_template, judge_pointwise
 from referee.genrm.openai_backend import OpenAIBackend
 from referee.genrm.openai_server import tiny_transformers_backend
-from referee.services.launcher import start_tiny_llm
 from referee.genrm.templates import load_template
+from referee.services.launcher import start_tiny_llm
 
 ROOT = Path(__file__).resolve().parent.parent
 

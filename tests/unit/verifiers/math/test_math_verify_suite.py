@@ -1,8 +1,8 @@
 """math-verify 0.9.0's own test suite, run through referee's ``math`` grader.
 
 The cases come from math-verify's sdist (downloaded once into ``~/.cache/referee-tests/`` by
-tests/unit/verifiers/math/math_verify_suite.py, pinned by sha256), not from this project. Each case is
-graded as ``/v1/rewards`` grades it: a ``math`` grader spec validated by the wire model
+tests/unit/verifiers/math/math_verify_suite.py, pinned by sha256), not from this project. Each
+case is graded as ``/v1/rewards`` grades it: a ``math`` grader spec validated by the wire model
 (``reference`` = math-verify's gold, the response = its prediction), scored by the function the
 server's check pool runs, in a CheckPool with its hard deadline.
 
