@@ -16,6 +16,7 @@ treat the socket as a Unix socket, without TCP_NODELAY: about 40 ms more per req
 from __future__ import annotations
 
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -54,6 +55,7 @@ class Server:
     process: subprocess.Popen[bytes]
     log: Path | None = None
     name: str = "server"
+    group: bool = False  # started in a session of its own: stop() signals its process group
     _stopped: bool = field(default=False, repr=False)
 
     def log_tail(self, chars: int = 4000) -> str:
@@ -65,14 +67,22 @@ class Server:
         """Terminate the process (kill it after ``timeout_s``); its exit status."""
         if not self._stopped:
             self._stopped = True
-            if self.process.poll() is None:
-                self.process.terminate()
+            self._signal(signal.SIGTERM)
             try:
                 self.process.wait(timeout=timeout_s)
             except subprocess.TimeoutExpired:
-                self.process.kill()
+                self._signal(signal.SIGKILL)
                 self.process.wait()
         return int(self.process.returncode)
+
+    def _signal(self, sig: signal.Signals) -> None:
+        try:
+            if self.group:
+                os.killpg(self.process.pid, sig)
+            elif self.process.poll() is None:
+                self.process.send_signal(sig)
+        except ProcessLookupError:
+            pass
 
     def __enter__(self) -> Server:
         return self
@@ -123,10 +133,11 @@ def launch(
     cwd: Path | str | None = None,
     timeout_s: float = 60.0,
     name: str = "server",
-    new_session: bool = False,
+    group: bool = False,
 ) -> Server:
     """Run ``argv`` (with ``os.environ`` and ``env``; output to ``log``, else to this process's
-    own) and poll ``ready`` until it is true: the server, or ``ServerFailed``."""
+    own; with ``group``, in a session of its own, so that ``stop()`` reaches its children too)
+    and poll ``ready`` until it is true: the server, or ``ServerFailed``."""
     full_env = {**os.environ, **(env or {})}
     if log is not None:
         with open(log, "wb") as out:  # the child keeps its own descriptor
@@ -136,15 +147,15 @@ def launch(
                 cwd=cwd,
                 stdout=out,
                 stderr=subprocess.STDOUT,
-                start_new_session=new_session,
+                start_new_session=group,
             )
     else:
-        proc = subprocess.Popen(list(argv), env=full_env, cwd=cwd, start_new_session=new_session)
-    server = Server(f"http://{HOST}:{port}", port, proc, log, name)
+        proc = subprocess.Popen(list(argv), env=full_env, cwd=cwd, start_new_session=group)
+    server = Server(f"http://{HOST}:{port}", port, proc, log, name, group)
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         if proc.poll() is not None:
-            server._stopped = True
+            server.stop()  # its children, if any
             raise ServerFailed(f"{name} exited with {proc.returncode}:\n{server.log_tail()}")
         if ready(server):
             return server
@@ -165,6 +176,7 @@ def start_uvicorn(
     timeout_s: float = 60.0,
     name: str = "server",
     extra_args: Sequence[str] = (),
+    group: bool = False,
 ) -> Server:
     """``python -m uvicorn [--factory] APP`` on ``port`` (a free one by default), ready once
     ``GET ready_path`` answers 200."""
@@ -180,6 +192,7 @@ def start_uvicorn(
         cwd=cwd,
         timeout_s=timeout_s,
         name=name,
+        group=group,
     )
 
 
@@ -190,6 +203,7 @@ def start_referee(
     cwd: Path | str | None = None,
     timeout_s: float = 60.0,
     name: str = "referee",
+    group: bool = False,
 ) -> Server:
     """referee's API (``create_app``, configured by ``REFEREE_*`` in ``env``), ready once
     ``/readyz`` answers 200."""
@@ -200,6 +214,7 @@ def start_referee(
         cwd=cwd,
         timeout_s=timeout_s,
         name=name,
+        group=group,
     )
 
 
