@@ -42,8 +42,12 @@ HOST = "127.0.0.1"
 
 
 class ServerFailed(RuntimeError):
-    """The server exited before it answered, or did not answer in time (the message ends with
-    the tail of its log when it has one)."""
+    """The server exited before it answered, or did not answer in time and was killed (the
+    message ends with the tail of its log when it has one; ``process``: the ended process)."""
+
+    def __init__(self, message: str, process: subprocess.Popen[bytes]) -> None:
+        super().__init__(message)
+        self.process = process
 
 
 @dataclass
@@ -156,12 +160,17 @@ def launch(
     while time.monotonic() < deadline:
         if proc.poll() is not None:
             server.stop()  # its children, if any
-            raise ServerFailed(f"{name} exited with {proc.returncode}:\n{server.log_tail()}")
+            raise ServerFailed(f"{name} exited with {proc.returncode}:\n{server.log_tail()}", proc)
         if ready(server):
             return server
         time.sleep(0.1)
     server.stop(timeout_s=5)
-    raise ServerFailed(f"{name} did not answer in {timeout_s:g} s:\n{server.log_tail()}")
+    raise ServerFailed(f"{name} did not answer in {timeout_s:g} s:\n{server.log_tail()}", proc)
+
+
+def _uvicorn_argv(app: str, port: int, factory: bool = True) -> list[str]:
+    argv = [sys.executable, "-m", "uvicorn", *(["--factory"] if factory else []), app]
+    return [*argv, "--host", HOST, "--port", str(port), "--log-level", "warning"]
 
 
 def start_uvicorn(
@@ -181,8 +190,7 @@ def start_uvicorn(
     """``python -m uvicorn [--factory] APP`` on ``port`` (a free one by default), ready once
     ``GET ready_path`` answers 200."""
     port = port or free_port()
-    argv = [sys.executable, "-m", "uvicorn", *(["--factory"] if factory else []), app]
-    argv += ["--host", HOST, "--port", str(port), "--log-level", "warning", *extra_args]
+    argv = [*_uvicorn_argv(app, port, factory), *extra_args]
     return launch(
         argv,
         port,
@@ -240,18 +248,11 @@ def start_tiny_llm(
     """The test LLM server (``referee.genrm.openai_server``) serving the tiny random model, or
     the local model at ``model_path`` (transformers); ready once ``/v1/models`` answers."""
     env = {"OMP_NUM_THREADS": str(torch_threads)} if torch_threads else {}
-    if model_path is None:
-        return start_uvicorn(
-            "referee.genrm.openai_server:create_tiny_app",
-            ready_path="/v1/models",
-            env=env,
-            log=log,
-            port=port,
-            timeout_s=timeout_s,
-            name="the test LLM server",
-        )
     port = port or free_port()
-    argv = [sys.executable, "-c", _SERVE_LOCAL_MODEL, model_path, str(port)]
+    if model_path is None:
+        argv = _uvicorn_argv("referee.genrm.openai_server:create_tiny_app", port)
+    else:
+        argv = [sys.executable, "-c", _SERVE_LOCAL_MODEL, model_path, str(port)]
     return launch(
         argv,
         port,
