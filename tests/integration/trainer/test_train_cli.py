@@ -5,13 +5,12 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 from typing import Any as Server
 
 import pyarrow.parquet as pq
+from referee_cli import referee
 
 from referee.trainer_adapter.verl import compute_score_batch, reset_clients
 
@@ -20,16 +19,6 @@ ROWS = [
     {"prompt": [{"role": "user", "content": "Pick: (A) 1 (B) 2"}], "answer": "B",
      "grader": {"type": "multiple_choice"}},
 ]  # fmt: skip
-
-
-def referee(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "referee.services.cli", *args],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        stdin=subprocess.DEVNULL,
-    )
 
 
 def write_rows(path: Path, rows: list[dict[str, Any]]) -> Path:
