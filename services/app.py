@@ -13,13 +13,10 @@ from contextlib import asynccontextmanager
 
 from fastapi import Depends, FastAPI
 
-from referee.genrm.prm import MemoryRolloutCache
 from referee.services.auth import open_paths, require_api_key
-from referee.services.curriculum import curriculum_from_settings
 from referee.services.errors import install_error_handlers
-from referee.services.job_runner import Components
 from referee.services.jobs import build_jobs
-from referee.services.llm_backends import build_judge, build_policy
+from referee.services.llm_backends import build_judge
 from referee.services.metrics import Metrics
 from referee.services.middleware import RequestGuard
 from referee.services.named_graders import GraderRegistry
@@ -34,10 +31,8 @@ from referee.services.routes import (
     sandbox,
     trainer_compat,
 )
-from referee.services.sandbox_executor import SandboxExecutor
+from referee.services.scorer import Scorer
 from referee.services.settings import Settings
-from referee.verifiers import CheckPool
-from referee.verifiers.math import verify
 
 __all__ = ["build_judge", "create_app"]
 
@@ -49,48 +44,22 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        pool = CheckPool(
-            workers=settings.math_workers,
-            timeout_s=settings.math_timeout_s,
-            memory_mb=settings.math_memory_mb,
+        scorer = await asyncio.to_thread(
+            Scorer.from_settings, settings, graders=app.state.graders, metrics=app.state.metrics
         )
-        app.state.pool = pool
-        executor = SandboxExecutor(settings)
-        app.state.sandbox = executor
-        app.state.judge = await asyncio.to_thread(build_judge, settings)
-        app.state.policy = await asyncio.to_thread(build_policy, settings)
-        app.state.prm_cache = MemoryRolloutCache()
-        app.state.curriculum = curriculum_from_settings(settings)  # shared with embedded jobs
-        app.state.jobs = build_jobs(
-            settings,
-            Components(
-                settings=settings,
-                pool=pool,
-                sandbox=executor,
-                judge=app.state.judge,
-                policy=app.state.policy,
-                prm_cache=app.state.prm_cache,
-                metrics=app.state.metrics,
-                curriculum=app.state.curriculum,
-            ),
-        )
-        # Start every worker now, so the first batch does not pay for it; probe the sandbox.
-        await asyncio.gather(
-            pool.amap(verify, [("1", "1")] * settings.math_workers, timeout_s=60.0),
-            asyncio.to_thread(executor.start),
-        )
+        app.state.scorer = scorer  # every scoring route calls this one object
+        # the other routes use its parts: /v1/math/verify and the environments the pool, the
+        # sandbox routes its executor, /v1/judge the judge, /v1/curriculum the curriculum
+        app.state.pool, app.state.sandbox = scorer.pool, scorer.sandbox
+        app.state.judge, app.state.policy = scorer.judge, scorer.policy
+        app.state.curriculum = scorer.curriculum
+        app.state.jobs = build_jobs(settings, scorer)  # embedded jobs share it
+        await scorer.start()
         try:
             yield
         finally:
             await app.state.jobs.close()
-            if getattr(app.state, "curriculum", None) is not None:
-                await app.state.curriculum.close()
-            executor.close()
-            pool.close()
-            if app.state.judge is not None:
-                await app.state.judge.close()
-            if app.state.policy is not None:
-                await app.state.policy.close()
+            await scorer.close()
 
     app = FastAPI(
         title="referee",

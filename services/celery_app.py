@@ -46,20 +46,16 @@ T = TypeVar("T")
 
 
 class WorkerRuntime:
-    """What one worker process keeps between tasks: an event loop thread, the check pool, the
-    sandbox, the LLM backends and the job store (built at its first task, after the fork)."""
+    """What one worker process keeps between tasks: an event loop thread, the scorer (check
+    pool, sandbox, LLM backends) and the job store (built at its first task, after the fork)."""
 
     _current: WorkerRuntime | None = None
     _lock = threading.Lock()
 
     def __init__(self, settings: Settings) -> None:
         from referee.genrm.prm import RedisRolloutCache
-        from referee.services.curriculum import curriculum_from_settings
-        from referee.services.job_runner import Components
         from referee.services.job_store import RedisJobStore
-        from referee.services.llm_backends import build_judge, build_policy
-        from referee.services.sandbox_executor import SandboxExecutor
-        from referee.verifiers import CheckPool
+        from referee.services.scorer import Scorer
 
         assert settings.broker_url
         self.settings = settings
@@ -67,22 +63,10 @@ class WorkerRuntime:
         self.loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self.loop.run_forever, daemon=True)
         self._thread.start()
-        pool = CheckPool(
-            workers=settings.math_workers,
-            timeout_s=settings.math_timeout_s,
-            memory_mb=settings.math_memory_mb,
-        )
-        sandbox = SandboxExecutor(settings)
-        sandbox.start()
-        self.components = Components(
-            settings=settings,
-            pool=pool,
-            sandbox=sandbox,
-            judge=build_judge(settings),
-            policy=build_policy(settings),
-            prm_cache=RedisRolloutCache(self.store._r),
-            curriculum=curriculum_from_settings(settings),
-        )
+        # the worker's jobs score as the API's do; rollouts are shared through Redis
+        self.scorer = Scorer.from_settings(settings, prm_cache=RedisRolloutCache(self.store._r))
+        assert self.scorer.sandbox is not None
+        self.scorer.sandbox.start()
         self.name = worker_name(settings)
 
     @classmethod
@@ -199,7 +183,7 @@ def make_celery(settings: Settings) -> Celery:
         for attempt in range(retries + 1):
             try:
                 runtime = WorkerRuntime.get(settings)
-                return runtime.run(execute_job(job_id, store, runtime.components, runtime.name))
+                return runtime.run(execute_job(job_id, store, runtime.scorer, runtime.name))
             except Exception as exc:
                 if not is_transient(exc):
                     raise

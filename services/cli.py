@@ -147,39 +147,37 @@ def _rewards(args: argparse.Namespace) -> int:
 
 
 def _score_locally(items: Sequence[Any], args: argparse.Namespace, bar: Any) -> list[Any]:
-    """The server's own batch path (check pool, and sandbox slots for code items), in-process."""
+    """The server's own scorer (``services/scorer.py``), in-process: the check pool, sandbox
+    slots for code items, the judge and PRM policy the settings name, the deadlines
+    (``REFEREE_MATH_TIMEOUT_S``, ``REFEREE_PROCEDURAL_TIMEOUT_S``), named graders."""
     import asyncio
 
     from referee.services.code_grading import has_code
-    from referee.services.named_graders import GraderRegistry
-    from referee.services.reward_batch import score_batch
-    from referee.services.sandbox_executor import SandboxExecutor
+    from referee.services.scorer import Scorer
     from referee.services.settings import Settings
-    from referee.verifiers import CheckPool
 
-    settings = Settings(math_workers=args.workers, math_timeout_s=args.timeout)
-    items = GraderRegistry.from_settings(settings).expand_items(items)  # REFEREE_GRADERS
-    sandbox = None
-    if any(has_code(item.grader.model_dump()) for item in items):
-        sandbox = SandboxExecutor(settings)
-        sandbox.start()
+    overrides = {"math_workers": args.workers, "math_timeout_s": args.timeout}
+    settings = Settings(**{k: v for k, v in overrides.items() if v is not None})
+    code = any(has_code(item.grader.model_dump()) for item in items)
+    # an offline run leaves a server's curriculum alone
+    scorer = Scorer.from_settings(settings, sandbox=code, curriculum=False)
     step = max(1, min(args.chunk_size, 128))
 
-    async def run(pool: CheckPool) -> list[Any]:
-        results: list[Any] = []
-        for start in range(0, len(items), step):
-            chunk = items[start : start + step]
-            out = await score_batch(pool, chunk, args.timeout, 1.0, sandbox=sandbox)
-            results.extend(out.rewards)
-            bar.update(len(chunk))
-        return results
+    async def run() -> list[Any]:
+        try:
+            if scorer.sandbox is not None:
+                await asyncio.to_thread(scorer.sandbox.start)
+            results: list[Any] = []
+            for start in range(0, len(items), step):
+                chunk = items[start : start + step]
+                out = await scorer.score(chunk, 1.0)
+                results.extend(out.rewards)
+                bar.update(len(chunk))
+            return results
+        finally:
+            await scorer.close()
 
-    try:
-        with CheckPool(workers=args.workers, timeout_s=args.timeout) as pool:
-            return asyncio.run(run(pool))
-    finally:
-        if sandbox is not None:
-            sandbox.close()
+    return asyncio.run(run())
 
 
 RUN_EXIT_CODES = {
@@ -305,8 +303,12 @@ def build_parser() -> argparse.ArgumentParser:
     rewards.add_argument("--out", help="write results here as JSONL (default: stdout)")
     rewards.add_argument("--server", help="score through this referee server instead of in-process")
     rewards.add_argument("--api-key", default=os.environ.get("REFEREE_API_KEY"))
-    rewards.add_argument("--workers", type=int, default=max(1, os.cpu_count() or 1))
-    rewards.add_argument("--timeout", type=float, default=5.0, help="deadline of one check")
+    rewards.add_argument(
+        "--workers", type=int, help="check workers (default: REFEREE_MATH_WORKERS, one per CPU)"
+    )
+    rewards.add_argument(
+        "--timeout", type=float, help="deadline of one check (default: REFEREE_MATH_TIMEOUT_S)"
+    )
     rewards.add_argument("--chunk-size", type=int, default=512)
     rewards.add_argument("--quiet", action="store_true", help="no progress bar")
     rewards.set_defaults(func=_rewards)

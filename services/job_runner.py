@@ -2,11 +2,11 @@
 
 The same coroutine runs a job inside the API process (embedded mode, no broker) and inside a
 Celery worker. Items are cut into chunks (groups kept whole, the same cut on every attempt);
-each chunk is scored with :func:`~referee.services.reward_batch.score_batch` — every grader,
-``prm_mc`` with no rollout budget — and saved with the progress counter in one step, so a worker
-that dies loses at most the chunk it was on, and the next attempt skips what was saved. Between
-chunks, and after each batch of PRM rollouts, the job's state is read: a cancelled job stops
-there. The whole job is bounded by ``REFEREE_JOB_TIME_LIMIT_S``.
+each chunk is scored by the process's :class:`~referee.services.scorer.Scorer` (every grader,
+``prm_mc`` with no rollout budget, the curriculum fed) and saved with the progress counter in
+one step, so a worker that dies loses at most the chunk it was on, and the next attempt skips
+what was saved. Between chunks, and after each batch of PRM rollouts, the job's state is read:
+a cancelled job stops there. The whole job is bounded by ``REFEREE_JOB_TIME_LIMIT_S``.
 """
 
 from __future__ import annotations
@@ -15,47 +15,25 @@ import asyncio
 import hashlib
 import json
 import logging
-import statistics
 import time
-from dataclasses import dataclass
 from typing import Any
 
 from referee.client.errors import APIError
 from referee.client.job_models import JobProgress, JobRequest, JobState, JobStatus
 from referee.client.models import RewardItem, RewardResult, RewardsResponse
 from referee.client.sdk import _chunks
-from referee.genrm.backend import LLMBackend
-from referee.genrm.prm import RolloutCache
-from referee.services.curriculum import CurriculumStore, record_batch
 from referee.services.job_store import JobRecord, JobStore
-from referee.services.metrics import Metrics
-from referee.services.reward_batch import PRMOptions, group_stats, score_batch
-from referee.services.sandbox_executor import SandboxExecutor
-from referee.services.settings import Settings
-from referee.verifiers import CheckPool, Lane, current_lane
+from referee.services.reward_batch import group_stats, mean_score
+from referee.services.scorer import Scorer
+from referee.verifiers import Lane, current_lane
 
-__all__ = ["Cancelled", "Components", "execute_job", "request_digest", "to_status"]
+__all__ = ["Cancelled", "execute_job", "request_digest", "to_status"]
 
 log = logging.getLogger("referee.jobs")
 
 
 class Cancelled(Exception):
     """The job was cancelled while it ran."""
-
-
-@dataclass(slots=True)
-class Components:
-    """What scoring needs, in the API process or in a worker process."""
-
-    settings: Settings
-    pool: CheckPool
-    sandbox: SandboxExecutor | None = None
-    judge: LLMBackend | None = None
-    policy: LLMBackend | None = None
-    prm_cache: RolloutCache | None = None
-    metrics: Metrics | None = None
-    curriculum: CurriculumStore | None = None
-    """Procedural items' pass rates go here (``/v1/curriculum``)."""
 
 
 def request_digest(request: dict[str, Any]) -> str:
@@ -97,16 +75,15 @@ def _assemble(
         for item, raw in zip(chunk, results, strict=True):
             by_id[id(item)] = RewardResult.model_validate(raw)
     rewards = [by_id[id(item)] for item in items]
-    scored = [r.score for r in rewards if r.score is not None and r.valid]
     return RewardsResponse(
         rewards=rewards,
         groups=group_stats(items, rewards, pass_threshold),
-        mean=statistics.fmean(scored) if scored else 0.0,
+        mean=mean_score(rewards),
         elapsed_ms=elapsed_ms,
     )
 
 
-async def _run(job_id: str, store: JobStore, comps: Components, worker: str) -> str:
+async def _run(job_id: str, store: JobStore, scorer: Scorer, worker: str) -> str:
     # the job's checks are a lane of their own in the pool (not the lane of the request that
     # submitted it, whose client may hang up long before the job ends)
     current_lane.set(Lane(f"job {job_id}"))
@@ -138,34 +115,16 @@ async def _run(job_id: str, store: JobStore, comps: Components, worker: str) -> 
                 raise Cancelled(job_id)
         store.add_rollouts(job_id, n)
 
-    settings = comps.settings
     parts = []
     for index, chunk in enumerate(chunks):
         if index in saved:
             parts.append((chunk, saved[index]))
             continue
         await stop_if_cancelled()
-        response = await score_batch(
-            comps.pool,
-            chunk,
-            settings.math_timeout_s,
-            request.pass_threshold,
-            comps.metrics,
-            comps.sandbox,
-            judge=comps.judge,
-            judge_templates=settings.judge_templates_dir,
-            prm=PRMOptions(
-                policy=comps.policy,
-                cache=comps.prm_cache,
-                budget=None,
-                progress=on_rollouts,
-                propagate_errors=True,
-            ),
-        )
+        # the scorer feeds the curriculum: only chunks scored now, so a resumed job counts once
+        response = await scorer.score_job_chunk(chunk, request.pass_threshold, on_rollouts)
         results = [r.model_dump(mode="json") for r in response.rewards]
         await asyncio.to_thread(store.save_chunk, job_id, index, results)
-        if comps.curriculum is not None:  # only chunks scored now: a resumed job counts once
-            await _record_curriculum(comps.curriculum, chunk, response, request.pass_threshold)
         parts.append((chunk, results))
     elapsed = (time.perf_counter() - start) * 1000
     result = _assemble(list(request.items), parts, request.pass_threshold, elapsed)
@@ -173,31 +132,19 @@ async def _run(job_id: str, store: JobStore, comps: Components, worker: str) -> 
     return "succeeded"
 
 
-async def _record_curriculum(
-    curriculum: CurriculumStore,
-    chunk: list[RewardItem],
-    response: RewardsResponse,
-    pass_threshold: float,
-) -> None:
-    try:  # a store outage costs the curriculum a chunk, not the job
-        await record_batch(curriculum, chunk, response.rewards, pass_threshold)
-    except Exception:
-        log.exception("the curriculum could not record a job chunk")
-
-
-async def execute_job(job_id: str, store: JobStore, comps: Components, worker: str) -> str:
+async def execute_job(job_id: str, store: JobStore, scorer: Scorer, worker: str) -> str:
     """Run (or resume) a job to its end; returns what became of it. Transient failures (the
     store or a backend unreachable) raise, so the caller can retry; other failures mark the job
     failed with the reason."""
     try:
         return await asyncio.wait_for(
-            _run(job_id, store, comps, worker), comps.settings.job_time_limit_s
+            _run(job_id, store, scorer, worker), scorer.settings.job_time_limit_s
         )
     except Cancelled:
         log.info("job %s cancelled; stopped", job_id)
         return "cancelled"
     except TimeoutError:
-        limit = comps.settings.job_time_limit_s
+        limit = scorer.settings.job_time_limit_s
         await asyncio.to_thread(
             store.finish, job_id, "failed", f"the job ran past its time limit of {limit:g} s"
         )

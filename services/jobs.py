@@ -1,8 +1,8 @@
 """The job API's engine: submit, look up and cancel jobs, in-process or through Celery.
 
 * :class:`EmbeddedJobs` (no ``REFEREE_BROKER_URL``): jobs live in memory and run as asyncio
-  tasks of the API process (``REFEREE_JOB_CONCURRENCY`` at once) on the server's own check pool,
-  sandbox and backends, with the same states and progress as queued jobs.
+  tasks of the API process (``REFEREE_JOB_CONCURRENCY`` at once) on the server's own scorer
+  (``scorer.Scorer``), with the same states and progress as queued jobs.
 * :class:`QueuedJobs` (``REFEREE_BROKER_URL=redis://...``): jobs live in Redis and run on
   ``referee worker`` processes (Celery, Redis as broker and result store).
 
@@ -19,8 +19,9 @@ from typing import Any, Protocol
 
 from referee.client.errors import Conflict, NotFound, ServiceUnavailable
 from referee.client.job_models import JobRequest, JobStatus
-from referee.services.job_runner import Components, execute_job, request_digest, to_status
+from referee.services.job_runner import execute_job, request_digest, to_status
 from referee.services.job_store import JobStore, MemoryJobStore, RedisJobStore
+from referee.services.scorer import Scorer
 
 __all__ = ["EmbeddedJobs", "JobService", "QueuedJobs", "build_jobs"]
 
@@ -86,11 +87,11 @@ class _Base:
 
 
 class EmbeddedJobs(_Base):
-    def __init__(self, comps: Components) -> None:
+    def __init__(self, scorer: Scorer) -> None:
         self.store = MemoryJobStore()
-        self.comps = comps
-        self.ttl_s = comps.settings.job_ttl_s
-        self._slots = asyncio.Semaphore(comps.settings.job_concurrency)
+        self.scorer = scorer
+        self.ttl_s = scorer.settings.job_ttl_s
+        self._slots = asyncio.Semaphore(scorer.settings.job_concurrency)
         self._tasks: set[asyncio.Task[Any]] = set()
 
     async def submit(self, request: JobRequest) -> tuple[JobStatus, bool]:
@@ -104,7 +105,7 @@ class EmbeddedJobs(_Base):
     async def _run(self, job_id: str) -> None:
         async with self._slots:
             try:
-                await execute_job(job_id, self.store, self.comps, "embedded")
+                await execute_job(job_id, self.store, self.scorer, "embedded")
             except Exception as exc:  # transient errors have no retry loop here
                 log.exception("job %s failed", job_id)
                 self.store.finish(job_id, "failed", f"{type(exc).__name__}: {exc}"[:500])
@@ -162,7 +163,7 @@ def enqueue(celery: Any, job_id: str) -> None:
     celery.send_task("referee.run_job", args=[job_id], task_id=f"{job_id}:{uuid.uuid4().hex[:8]}")
 
 
-def build_jobs(settings: Any, comps: Components) -> JobService:
+def build_jobs(settings: Any, scorer: Scorer) -> JobService:
     if settings.broker_url:
         return QueuedJobs(settings)
-    return EmbeddedJobs(comps)
+    return EmbeddedJobs(scorer)

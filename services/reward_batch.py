@@ -1,11 +1,11 @@
-"""Scoring a batch of reward items on the check pool, with per-group statistics.
+"""The pieces of a reward batch that :class:`~referee.services.scorer.Scorer` puts together.
 
 Every item runs in a pool worker under its own deadline (``math_timeout_s`` per math check it
-contains). A timeout or a worker failure is reported on that item (score 0, ``details.outcome``
-``timeout`` or ``error``, ``details.error``), never by failing the batch. Items with ``code``
-graders first run their programs on the sandbox executor (``code_grading``), at the same time
-as the other items run on the pool; a batch with code items on a server without isolation is
-refused as a whole (503), since that is the service's fault, not the items'.
+contains, at least ``procedural_timeout_s`` with a procedural leaf). A timeout or a worker
+failure is reported on that item (score 0, ``details.outcome`` ``timeout`` or ``error``,
+``details.error``), never by failing the batch. Items with ``code`` graders first run their
+programs on the sandbox executor (``code_grading``), at the same time as the other items run on
+the pool (:func:`with_code`); the per-group statistics a trainer reads (:func:`group_stats`).
 """
 
 from __future__ import annotations
@@ -13,42 +13,32 @@ from __future__ import annotations
 import asyncio
 import logging
 import statistics
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from referee.client.errors import ServiceUnavailable
-from referee.client.models import GroupStats, RewardItem, RewardResult, RewardsResponse
-from referee.genrm.backend import LLMBackend
-from referee.genrm.prm import RolloutCache
-from referee.services.code_grading import has_code, resolve_code_leaves
+from referee.client.models import GroupStats, RewardItem, RewardResult
+from referee.services.code_grading import resolve_code_leaves
 from referee.services.grading import item_deadline, score_item
-from referee.services.group_grading import has_group_grader, resolve_group_leaves
-from referee.services.judge_grading import has_judge, require_judge, resolve_judge_leaves
-from referee.services.metrics import Metrics
-from referee.services.prm_grading import has_prm, pool_check, require_policy, resolve_prm_leaves
 from referee.services.sandbox_executor import SandboxExecutor
 from referee.verifiers import CheckPool, TimedOut, WorkerFailed
 
 log = logging.getLogger("referee.rewards")
 
-__all__ = ["PRMOptions", "group_stats", "score_batch", "to_result"]
+__all__ = ["PRMOptions", "group_stats", "mean_score", "on_pool", "to_result", "with_code"]
 
 
 @dataclass(slots=True)
 class PRMOptions:
-    """How ``prm_mc`` leaves run: the policy backend, the shared rollout cache, the rollout
-    budget (``/v1/rewards``: the synchronous limit; jobs: none), progress, error handling."""
+    """How a batch's ``prm_mc`` leaves run: the rollout budget (a request: the synchronous
+    limit; a job: none), progress, error handling."""
 
-    policy: LLMBackend | None = None
-    cache: RolloutCache | None = None
     budget: int | None = None
     progress: Callable[[int], None] | None = None
     propagate_errors: bool = False
 
 
-def to_result(item_id: str, grader_type: str, outcome: Any) -> RewardResult:
+def to_result(item_id: str, outcome: Any) -> RewardResult:
     if isinstance(outcome, TimedOut):
         return RewardResult(
             id=item_id,
@@ -66,7 +56,7 @@ def to_result(item_id: str, grader_type: str, outcome: Any) -> RewardResult:
     return RewardResult(id=item_id, score=score, details=details)
 
 
-def _mean(results: Sequence[RewardResult]) -> float:
+def mean_score(results: Sequence[RewardResult]) -> float:
     scores = [r.score for r in results if r.score is not None and r.valid]
     return statistics.fmean(scores) if scores else 0.0
 
@@ -103,7 +93,7 @@ def group_stats(
     return stats
 
 
-async def _on_pool(
+async def on_pool(
     pool: CheckPool,
     graders: list[dict[str, Any]],
     responses: list[str],
@@ -116,7 +106,7 @@ async def _on_pool(
     )
 
 
-async def _with_code(
+async def with_code(
     pool: CheckPool,
     sandbox: SandboxExecutor,
     graders: list[dict[str, Any]],
@@ -140,7 +130,7 @@ async def _with_code(
         else:
             rest.append(i)
     if rest:
-        done = await _on_pool(
+        done = await on_pool(
             pool,
             [resolved[i] for i in rest],  # type: ignore[misc]
             [responses[i] for i in rest],
@@ -150,94 +140,3 @@ async def _with_code(
         for i, out in zip(rest, done, strict=True):
             outcomes[i] = out
     return outcomes
-
-
-async def score_batch(
-    pool: CheckPool,
-    items: Sequence[RewardItem],
-    timeout_s: float,
-    pass_threshold: float,
-    metrics: Metrics | None = None,
-    sandbox: SandboxExecutor | None = None,
-    judge: LLMBackend | None = None,
-    judge_templates: str | None = None,
-    prm: PRMOptions | None = None,
-    procedural_timeout_s: float | None = None,
-) -> RewardsResponse:
-    """``procedural_timeout_s``: the least deadline of an item with a procedural leaf
-    (default ``grading.PROCEDURAL_TIMEOUT_S``)."""
-    start = time.perf_counter()
-    graders = [item.grader.model_dump() for item in items]
-    responses = [item.response for item in items]
-    if any(has_group_grader(g) for g in graders):  # majority_vote, length_penalty: per group
-        graders = await resolve_group_leaves(
-            graders,
-            items,
-            pool,
-            timeout_s,
-            pass_threshold,
-            lambda inner: score_batch(
-                pool, inner, timeout_s, pass_threshold, None, sandbox, judge, judge_templates, prm
-            ),
-        )
-    if any(has_judge(g) for g in graders):
-        graders = await resolve_judge_leaves(graders, items, require_judge(judge), judge_templates)
-    if any(has_prm(g) for g in graders):
-        prm = prm or PRMOptions()
-        graders = await resolve_prm_leaves(
-            graders,
-            items,
-            require_policy(prm.policy),
-            pool_check(pool, timeout_s),
-            cache=prm.cache,
-            budget=prm.budget,
-            progress=prm.progress,
-            propagate_errors=prm.propagate_errors,
-        )
-    code = [i for i, g in enumerate(graders) if has_code(g)]
-    if code:
-        if sandbox is None:
-            raise ServiceUnavailable("code execution is not enabled on this server")
-        sandbox.require_backend()
-    code_set = set(code)
-    plain = [i for i in range(len(items)) if i not in code_set]
-    plain_out, code_out = await asyncio.gather(
-        _on_pool(
-            pool,
-            [graders[i] for i in plain],
-            [responses[i] for i in plain],
-            timeout_s,
-            procedural_timeout_s,
-        ),
-        _with_code(
-            pool,
-            sandbox,
-            [graders[i] for i in code],
-            [responses[i] for i in code],
-            timeout_s,
-            procedural_timeout_s,
-        )
-        if code and sandbox is not None
-        else asyncio.sleep(0, result=[]),
-    )
-    outcomes: list[Any] = [None] * len(items)
-    for i, out in zip(plain, plain_out, strict=True):
-        outcomes[i] = out
-    for i, out in zip(code, code_out, strict=True):
-        outcomes[i] = out
-    results = [
-        to_result(item.id, g["type"], out)
-        for item, g, out in zip(items, graders, outcomes, strict=True)
-    ]
-    if metrics is not None:
-        for g, res in zip(graders, results, strict=True):
-            outcome = str(res.details.get("outcome", "unknown"))
-            metrics.items.labels(g["type"], outcome).inc()
-            if outcome == "timeout":
-                metrics.check_timeouts.inc()
-    return RewardsResponse(
-        rewards=results,
-        groups=group_stats(items, results, pass_threshold),
-        mean=_mean(results),
-        elapsed_ms=(time.perf_counter() - start) * 1000,
-    )

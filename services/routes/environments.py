@@ -33,18 +33,16 @@ from referee.client.environment_models import (
     TaskCurriculum,
 )
 from referee.client.errors import InvalidRequest, NotFound, PayloadTooLarge, ServiceUnavailable
-from referee.client.models import Problem, ProceduralGrader, RewardItem, RewardsResponse
+from referee.client.models import Problem, ProceduralGrader
 from referee.services.curriculum import (
     CurriculumStore,
     curriculum_from_settings,
     draw_tasks,
-    procedural_outcomes,
-    record_batch,
     task_weight,
 )
 from referee.verifiers import TimedOut, WorkerFailed, procedural
 
-__all__ = ["curriculum_store", "generate_problems", "record_procedural", "router"]
+__all__ = ["curriculum_store", "generate_problems", "router"]
 
 _CHUNK = 64
 _PROBLEMS: dict[int | str, dict[str, Any]] = {
@@ -252,11 +250,3 @@ async def curriculum_problems(
                     raise
     rng.shuffle(out)
     return ProblemsResponse(problems=out, elapsed_ms=(time.perf_counter() - start) * 1000)
-
-
-async def record_procedural(
-    request: Request, items: list[RewardItem], response: RewardsResponse, pass_threshold: float
-) -> None:
-    """Feed the pass rates of a scored batch's procedural items to the curriculum."""
-    if procedural_outcomes(items, response.rewards, pass_threshold):
-        await record_batch(curriculum_store(request), items, response.rewards, pass_threshold)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import logging
 import time
 from collections.abc import Sequence
 from typing import Any
@@ -19,14 +18,11 @@ from referee.client.models import (
     RewardsRequest,
     RewardsResponse,
 )
-from referee.services.reward_batch import PRMOptions, score_batch
-from referee.services.routes.environments import record_procedural
+from referee.services.scorer import Scorer
 from referee.verifiers import TimedOut, WorkerFailed
 from referee.verifiers.math import verify
 
 __all__ = ["router", "score_for_request"]
-
-log = logging.getLogger("referee.rewards")
 
 _PROBLEMS: dict[int | str, dict[str, Any]] = {
     401: {"model": Problem, "description": "Missing or unknown API key"},
@@ -55,33 +51,11 @@ async def rewards(body: RewardsRequest, request: Request) -> RewardsResponse:
 async def score_for_request(
     request: Request, items: Sequence[RewardItem], pass_threshold: float, where: str = "items"
 ) -> RewardsResponse:
-    """A batch scored as ``/v1/rewards`` scores it, with the app's components: named graders
-    expanded, the synchronous PRM budget, the procedural deadline, the curriculum fed. The
-    compatibility routes (OpenRLHF, slime) score through here too."""
-    settings = request.app.state.settings
-    expanded = request.app.state.graders.expand_items(items, where)  # "named" -> the grader
-    response = await score_batch(
-        request.app.state.pool,
-        expanded,
-        settings.math_timeout_s,
-        pass_threshold,
-        request.app.state.metrics,
-        request.app.state.sandbox,
-        judge=request.app.state.judge,
-        judge_templates=settings.judge_templates_dir,
-        prm=PRMOptions(
-            policy=request.app.state.policy,
-            cache=request.app.state.prm_cache,
-            budget=settings.prm_sync_max_rollouts,
-        ),
-        procedural_timeout_s=settings.procedural_timeout_s,
-    )
-    if any(item.grader.type in ("procedural", "weighted") for item in expanded):
-        try:  # the curriculum learns from procedural items; a store outage costs no rewards
-            await record_procedural(request, expanded, response, pass_threshold)
-        except Exception:
-            log.exception("the curriculum could not record this batch")
-    return response
+    """A batch scored by the app's :class:`~referee.services.scorer.Scorer` (named graders
+    expanded, the synchronous PRM budget, the deadlines, the curriculum fed). The compatibility
+    routes (OpenRLHF, slime) score through here too."""
+    scorer: Scorer = request.app.state.scorer
+    return await scorer.score(items, pass_threshold, where)
 
 
 @router.get("/graders", response_model=GradersResponse, summary="Graders registered by name")

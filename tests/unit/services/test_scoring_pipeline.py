@@ -1,5 +1,5 @@
-"""The scoring pipeline below HTTP: a batch of reward items scored with a real check pool (worker
-processes) and a real sandbox executor (bubblewrap), no server, no routes.
+"""The scoring pipeline below HTTP: a batch of reward items scored by the ``Scorer`` with a real
+check pool (worker processes) and a real sandbox executor (bubblewrap), no server, no routes.
 
 What is checked: math verdicts and their details; code items run in the sandbox beside math
 items of the same batch; weighted sums across the two; a group grader (majority vote, the
@@ -7,7 +7,8 @@ length penalty over its inner grader); per-group statistics; deadlines (a math c
 overruns costs that item alone, a program that loops is stopped at its time limit, procedural
 items get their own least deadline); a batch with code and no sandbox is refused as a whole.
 
-All of it goes through ``score`` below, the pipeline's one entry point for these tests.
+All of it goes through ``score`` below: a ``Scorer`` over the module's pool and sandbox, its
+settings those of the test.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ import pytest
 
 from referee.client.errors import ServiceUnavailable
 from referee.client.models import RewardItem, RewardsResponse
-from referee.services.reward_batch import score_batch
+from referee.services.scorer import Scorer
 from referee.services.sandbox_executor import SandboxExecutor
 from referee.services.settings import Settings
 from referee.verifiers import CheckPool
@@ -57,16 +58,11 @@ def score(
     procedural_timeout_s: float | None = None,
 ) -> RewardsResponse:
     batch = [RewardItem.model_validate(item) for item in items]
-    return asyncio.run(
-        score_batch(
-            pool,
-            batch,
-            timeout_s,
-            1.0,
-            sandbox=sandbox,
-            procedural_timeout_s=procedural_timeout_s,
-        )
+    settings = Settings(
+        math_timeout_s=timeout_s,
+        **({} if procedural_timeout_s is None else {"procedural_timeout_s": procedural_timeout_s}),
     )
+    return asyncio.run(Scorer(settings, pool, sandbox=sandbox).score(batch))
 
 
 def math_item(item_id: str, response: str, reference: str, **extra: Any) -> dict[str, Any]:
