@@ -100,10 +100,22 @@ async def on_pool(
     timeout_s: float,
     procedural_timeout_s: float | None = None,
 ) -> list[Any]:
-    deadlines = [item_deadline(g, timeout_s, procedural_timeout_s) for g in graders]
-    return await pool.amap(
-        score_item, list(zip(graders, responses, strict=True)), timeout_s=deadlines
+    """Each grader's outcome; one resolved already (a ``precomputed`` node: a judge's, a
+    group's, a PRM's verdict) is read here, not sent to the pool under a math deadline."""
+    outcomes: list[Any] = [None] * len(graders)
+    rest = []
+    for i, grader in enumerate(graders):
+        if grader["type"] == "precomputed":
+            outcomes[i] = score_item(grader, responses[i])
+        else:
+            rest.append(i)
+    deadlines = [item_deadline(graders[i], timeout_s, procedural_timeout_s) for i in rest]
+    done = await pool.amap(
+        score_item, [(graders[i], responses[i]) for i in rest], timeout_s=deadlines
     )
+    for i, out in zip(rest, done, strict=True):
+        outcomes[i] = out
+    return outcomes
 
 
 async def with_code(
@@ -125,8 +137,6 @@ async def with_code(
         if isinstance(res, BaseException):
             log.error("code grading failed", exc_info=res)
             outcomes[i] = WorkerFailed(f"code grading failed: {type(res).__name__}")
-        elif res["type"] == "precomputed":
-            outcomes[i] = (float(res["score"]), dict(res["details"]))
         else:
             rest.append(i)
     if rest:

@@ -21,8 +21,8 @@ import pytest
 
 from referee.client.errors import ServiceUnavailable
 from referee.client.models import RewardItem, RewardsResponse
-from referee.services.scorer import Scorer
 from referee.services.sandbox_executor import SandboxExecutor
+from referee.services.scorer import Scorer
 from referee.services.settings import Settings
 from referee.verifiers import CheckPool
 
