@@ -5,6 +5,11 @@ CLI, ``length_penalty``'s inner batch).
 With a math deadline of 0.5 ms and a procedural one of 1 ms, a procedural item's deadline is
 1 ms when the setting is honoured: its check is stopped and its error says "within 0.001 s". An
 entry point that ignores the setting falls back to the default of 20 s and scores the item 1.
+
+This holds while the check workers are cold: a worker's first procedural check imports
+reasoning-gym (about 2 s), and a stopped check takes its worker with it. A worker that has
+already scored a procedural item may finish one in under a millisecond, so these items go to a
+server, worker or pool of the test's own that has scored no procedural item in time.
 """
 
 from __future__ import annotations

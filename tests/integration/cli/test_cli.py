@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import procedural_deadline as deadline
 from referee_cli import referee
 
 Server = Any
@@ -139,3 +140,50 @@ def test_rewards_in_process_with_code_and_math_items(tmp_path: Path) -> None:
     assert results["bad"]["score"] == 0.5
     assert [t["outcome"] for t in results["bad"]["details"]["tests"]] == ["passed", "wrong_answer"]
     assert results["math"]["score"] == 1.0
+
+
+def test_rewards_in_process_honour_the_procedural_deadline(tmp_path: Path) -> None:
+    """``referee rewards`` scores with the server's Scorer: REFEREE_PROCEDURAL_TIMEOUT_S and
+    REFEREE_MATH_TIMEOUT_S apply, to plain items and to length_penalty's inner batch."""
+    src, out = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
+    src.write_text("".join(json.dumps(item) + "\n" for item in deadline.items()))
+    env = {**deadline.ENV, "REFEREE_JUDGE_BACKEND": "none", "REFEREE_POLICY_BACKEND": "none"}
+    done = referee("rewards", str(src), "--out", str(out), "--workers", "1", "--quiet", env=env)
+    assert done.returncode == 0, done.stderr
+    deadline.assert_honoured([json.loads(line) for line in out.read_text().splitlines()])
+
+
+def test_rewards_in_process_use_the_judge_and_policy_the_settings_name(tmp_path: Path) -> None:
+    """A genrm item is scored by REFEREE_JUDGE_*, a prm_mc item by REFEREE_POLICY_* (tiny
+    random transformers models), as the server scores them."""
+    src, out = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
+    prm = {"type": "prm_mc", "reference": "10", "n_rollouts": 2, "max_tokens": 8}
+    items = [
+        {
+            "id": "j",
+            "prompt": "2+2?",
+            "response": "4",
+            "grader": {"type": "genrm", "label_probs": True},
+        },
+        {
+            "id": "p",
+            "prompt": "(2+3)*2?",
+            "response": "Step 1: 5\nStep 2: \\boxed{10}",
+            "grader": prm,
+        },
+    ]
+    src.write_text("".join(json.dumps(item) + "\n" for item in items))
+    env = {
+        "REFEREE_JUDGE_BACKEND": "transformers",
+        "REFEREE_JUDGE_MODEL": "tiny-random",
+        "REFEREE_POLICY_BACKEND": "transformers",
+        "REFEREE_POLICY_MODEL": "tiny-random",
+        "REFEREE_TORCH_THREADS": "1",
+    }
+    done = referee("rewards", str(src), "--out", str(out), "--workers", "1", "--quiet", env=env)
+    assert done.returncode == 0, done.stderr
+    judged, estimated = (json.loads(line) for line in out.read_text().splitlines())
+    assert judged["details"]["method"] == "label_probs", judged
+    assert 0.0 < judged["score"] < 1.0
+    assert estimated["details"]["outcome"] == "prm", estimated
+    assert estimated["details"]["steps"], estimated

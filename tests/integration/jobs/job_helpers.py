@@ -31,7 +31,7 @@ def settle(client: RefereeClient, job_id: str, quiet_s: float = 1.5) -> Any:
 
 
 class Cluster:
-    def __init__(self, tmp: Path, server_factory: Any) -> None:
+    def __init__(self, tmp: Path, server_factory: Any, env: dict[str, str] | None = None) -> None:
         self.tmp = tmp
         self.redis_port = free_port()
         self.start_redis()
@@ -42,6 +42,7 @@ class Cluster:
             "REFEREE_JOB_LEASE_S": "3",
             "REFEREE_MATH_WORKERS": "1",
             "REFEREE_SANDBOX_SLOTS": "1",
+            **(env or {}),
         }
         self.api = server_factory(tmp, self.env, "api")
         self.workers: dict[str, subprocess.Popen[bytes]] = {}

@@ -235,12 +235,27 @@ def test_procedural_items_get_their_least_deadline(pool: CheckPool) -> None:
     (problem,) = procedural.generate("basic_arithmetic", {}, seed=3, n=1)
     grader = {"type": "procedural", "task": "basic_arithmetic", "entry": problem["entry"]}
     item = {"id": "p", "response": f"\\boxed{{{problem['answer']}}}", "grader": grader}
-    out = score(pool, [item], timeout_s=0.001, procedural_timeout_s=30.0)
-    assert out.rewards[0].score == 1.0, out.rewards[0].details
+    # starved first: a worker that has scored a procedural item may score one in under 1 ms
     starved = score(pool, [item], timeout_s=0.001, procedural_timeout_s=0.001)
     assert starved.rewards[0].details["outcome"] == "timeout"
+    out = score(pool, [item], timeout_s=0.001, procedural_timeout_s=30.0)
+    assert out.rewards[0].score == 1.0, out.rewards[0].details
 
 
 def test_code_without_a_sandbox_refuses_the_batch(pool: CheckPool) -> None:
     with pytest.raises(ServiceUnavailable, match="code execution is not enabled"):
         score(pool, [math_item("m", "\\boxed{4}", "4"), code_item("c", ADD)], None)
+
+
+def test_requests_jobs_and_the_inner_batch_honour_the_procedural_deadline() -> None:
+    """The Scorer's two entry points (a request's batch, a job's chunk) and the inner batch of
+    length_penalty all take their deadlines from the settings (tests/procedural_deadline.py;
+    a pool of its own, whose workers have scored no procedural item)."""
+    import procedural_deadline as deadline
+
+    settings = Settings(math_timeout_s=0.0005, procedural_timeout_s=0.001)
+    batch = [RewardItem.model_validate(item) for item in deadline.items()]
+    with CheckPool(workers=1, timeout_s=MATH_TIMEOUT_S) as cold:
+        scorer = Scorer(settings, cold)
+        deadline.assert_honoured(asyncio.run(scorer.score(batch)).rewards)
+        deadline.assert_honoured(asyncio.run(scorer.score_job_chunk(batch, 1.0)).rewards)
