@@ -153,14 +153,16 @@ def _score_locally(items: Sequence[Any], args: argparse.Namespace, bar: Any) -> 
     import asyncio
 
     from referee.services.code_grading import has_code
+    from referee.services.named_graders import GraderRegistry
     from referee.services.scorer import Scorer
     from referee.services.settings import Settings
 
     overrides = {"math_workers": args.workers, "math_timeout_s": args.timeout}
     settings = Settings(**{k: v for k, v in overrides.items() if v is not None})
-    code = any(has_code(item.grader.model_dump()) for item in items)
-    # an offline run leaves a server's curriculum alone
-    scorer = Scorer.from_settings(settings, sandbox=code, curriculum=False)
+    graders = GraderRegistry.from_settings(settings)  # REFEREE_GRADERS
+    code = any(has_code(item.grader.model_dump()) for item in graders.expand_items(items))
+    # sandbox slots only for code items; an offline run leaves a server's curriculum alone
+    scorer = Scorer.from_settings(settings, sandbox=code, graders=graders, curriculum=False)
     step = max(1, min(args.chunk_size, 128))
 
     async def run() -> list[Any]:
