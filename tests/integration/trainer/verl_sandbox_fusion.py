@@ -1,0 +1,89 @@
+"""veRL 0.9.1's own SandboxFusion reward code, loaded from its released wheel without torch or ray.
+
+``verl/utils/reward_score/__init__.py`` (``default_compute_score``, which sends ``codecontests``,
+``apps``, ``codeforces`` and ``taco`` rows to ``sandbox_fusion.compute_score``) and its
+``sandbox_fusion`` package (``__init__.py``, ``utils.py``) run as shipped; they need only the
+standard library, ``requests`` and ``verl.utils.import_utils`` (standard library only). What is
+stubbed: the ``verl`` and ``verl.utils`` package ``__init__`` files, which import torch, ray and
+tensordict; they are replaced by empty packages whose ``__path__`` is the wheel's own folders, so
+every module above is veRL's file. The concurrency is veRL's default,
+``reward.sandbox_fusion.max_concurrent`` read from its ``verl/trainer/config/reward/reward.yaml``;
+veRL's reward loader shares one semaphore of that size between every call
+(``verl/trainer/ppo/reward.py``: a ``multiprocessing.Manager().Semaphore``; a
+``threading.Semaphore`` here, the same bound inside one process).
+
+    with verl_modules() as verl:
+        verl.default_compute_score("codecontests", solution, tests_json,
+                                   sandbox_fusion_url=url + "/run_code",
+                                   concurrent_semaphore=verl.semaphore())
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+import threading
+import types
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from .peer_code import peer_release
+
+__all__ = ["VERL_SHA256", "VERL_VERSION", "VerlSandboxFusion", "verl_modules"]
+
+VERL_VERSION = "0.9.1"
+VERL_SHA256 = "db6e6f2a8d9d5808d9ec32d357a42319fdc6967df688ff9d9810050f49bfdd14"
+
+
+@dataclass(frozen=True)
+class VerlSandboxFusion:
+    root: Path
+    reward_score: types.ModuleType
+    sandbox_fusion: types.ModuleType
+    utils: types.ModuleType
+    max_concurrent: int
+    """veRL's default ``reward.sandbox_fusion.max_concurrent``."""
+
+    @property
+    def default_compute_score(self) -> Callable[..., Any]:
+        fn: Callable[..., Any] = self.reward_score.default_compute_score
+        return fn
+
+    def semaphore(self) -> threading.Semaphore:
+        return threading.Semaphore(self.max_concurrent)
+
+
+def _default_max_concurrent(root: Path) -> int:
+    config = yaml.safe_load((root / "verl/trainer/config/reward/reward.yaml").read_text())
+    return int(config["sandbox_fusion"]["max_concurrent"])
+
+
+@contextmanager
+def verl_modules() -> Iterator[VerlSandboxFusion]:
+    """veRL's modules in ``sys.modules`` for the duration (restored after)."""
+    root = peer_release("verl", VERL_VERSION, VERL_SHA256)
+    saved = {k: v for k, v in sys.modules.items() if k == "verl" or k.startswith("verl.")}
+    for name in saved:
+        del sys.modules[name]
+    try:
+        for name, folder in (("verl", root / "verl"), ("verl.utils", root / "verl/utils")):
+            package = types.ModuleType(name, "stub: veRL's __init__ imports torch and ray")
+            package.__path__ = [str(folder)]
+            sys.modules[name] = package
+        reward_score = importlib.import_module("verl.utils.reward_score")
+        sandbox_fusion = importlib.import_module("verl.utils.reward_score.sandbox_fusion")
+        utils = importlib.import_module("verl.utils.reward_score.sandbox_fusion.utils")
+        for module in (reward_score, sandbox_fusion, utils):
+            assert module.__file__ is not None and module.__file__.startswith(str(root))
+        yield VerlSandboxFusion(
+            root, reward_score, sandbox_fusion, utils, _default_max_concurrent(root)
+        )
+    finally:
+        for name in [k for k in sys.modules if k == "verl" or k.startswith("verl.")]:
+            del sys.modules[name]
+        sys.modules.update(saved)
