@@ -122,7 +122,8 @@ class BwrapBackend:
         use_seccomp: bool = True,
     ) -> None:
         self.bwrap_path = bwrap_path
-        setpriv = shutil.which("setpriv") or "/usr/bin/setpriv"
+        # the real file: a link in a folder the sandbox does not bind would not resolve inside it
+        setpriv = os.path.realpath(shutil.which("setpriv") or "/usr/bin/setpriv")
         if not os.access(setpriv, os.X_OK):
             raise SandboxUnavailable("setpriv (util-linux) is not installed")
         self.setpriv_path = setpriv

@@ -34,8 +34,19 @@ def peer_release(name: str, version: str, sha256: str) -> Path:
         return root
     with tempfile.TemporaryDirectory(dir=_cache_dir()) as tmp:
         subprocess.run(
-            [sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--only-binary", ":all:"]
-            + ["-d", tmp, f"{name}=={version}"],
+            [
+                sys.executable,
+                "-m",
+                "pip",
+                "download",
+                "-q",
+                "--no-deps",
+                "--only-binary",
+                ":all:",
+                "-d",
+                tmp,
+                f"{name}=={version}",
+            ],
             check=True,
             timeout=600,
         )
