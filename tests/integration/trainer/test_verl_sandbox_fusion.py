@@ -12,16 +12,14 @@ veRL's ``call_sandbox_api`` made the calls.
 
 from __future__ import annotations
 
-import json
 import threading
 from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from .verl_sandbox_fusion import VerlSandboxFusion, verl_modules
+from .verl_sandbox_fusion import VerlSandboxFusion, problem, score_all, verl_modules
 
 Server = Any
 SOLUTIONS = 64
@@ -38,40 +36,6 @@ def verl() -> Iterator[VerlSandboxFusion]:
 def two_slots(referee_server_factory: Any, tmp_path_factory: pytest.TempPathFactory) -> Server:
     env = {"REFEREE_SANDBOX_SLOTS": "2"}  # the queue's wait and depth are the defaults
     return referee_server_factory(tmp_path_factory.mktemp("verl-sf"), env, "verl-sf")
-
-
-def problem(i: int) -> tuple[str, str, str]:
-    """Problem ``i``: print a*b + i. (correct completion, wrong completion, veRL test cases)."""
-    right = f"```python\na, b = map(int, input().split())\nprint(a * b + {i})\n```"
-    wrong = f"```python\na, b = map(int, input().split())\nprint(a * b + {i + 1})\n```"
-    pairs = [(t + 2, i + t) for t in range(TESTS)]
-    cases = {
-        "inputs": [f"{a} {b}\n" for a, b in pairs],
-        "outputs": [f"{a * b + i}\n" for a, b in pairs],
-    }
-    return right, wrong, json.dumps(cases)
-
-
-def score_all(
-    verl: VerlSandboxFusion, url: str, completions: list[str], tests: list[str]
-) -> list[float]:
-    """Every completion scored at once, as veRL's reward loop does, through one semaphore."""
-    semaphore = verl.semaphore()
-
-    def one(args: tuple[str, str]) -> float:
-        completion, cases = args
-        score = verl.default_compute_score(
-            "codecontests",
-            completion,
-            cases,
-            sandbox_fusion_url=url + "/run_code",
-            concurrent_semaphore=semaphore,
-            memory_limit_mb=1024,
-        )
-        return float(score)
-
-    with ThreadPoolExecutor(len(completions)) as pool:
-        return list(pool.map(one, zip(completions, tests, strict=True)))
 
 
 def test_default_concurrency_is_read_from_verl(verl: VerlSandboxFusion) -> None:
@@ -98,7 +62,7 @@ def test_verl_client_at_default_concurrency_scores_right(
 
     # count veRL's own calls (check_correctness looks the name up in its module at call time)
     monkeypatch.setattr(verl.utils, "call_sandbox_api", counted)
-    problems = [problem(i) for i in range(SOLUTIONS)]
+    problems = [problem(i, TESTS) for i in range(SOLUTIONS)]
     tests = [p[2] for p in problems]
     right = score_all(verl, two_slots.url, [p[0] for p in problems], tests)
     assert right == [1.0] * SOLUTIONS

@@ -21,10 +21,12 @@ veRL's reward loader shares one semaphore of that size between every call
 from __future__ import annotations
 
 import importlib
+import json
 import sys
 import threading
 import types
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,7 +36,14 @@ import yaml
 
 from .peer_code import peer_release
 
-__all__ = ["VERL_SHA256", "VERL_VERSION", "VerlSandboxFusion", "verl_modules"]
+__all__ = [
+    "VERL_SHA256",
+    "VERL_VERSION",
+    "VerlSandboxFusion",
+    "problem",
+    "score_all",
+    "verl_modules",
+]
 
 VERL_VERSION = "0.9.1"
 VERL_SHA256 = "db6e6f2a8d9d5808d9ec32d357a42319fdc6967df688ff9d9810050f49bfdd14"
@@ -54,8 +63,50 @@ class VerlSandboxFusion:
         fn: Callable[..., Any] = self.reward_score.default_compute_score
         return fn
 
-    def semaphore(self) -> threading.Semaphore:
-        return threading.Semaphore(self.max_concurrent)
+    def semaphore(self, size: int | None = None) -> threading.Semaphore:
+        return threading.Semaphore(size or self.max_concurrent)
+
+
+def problem(i: int, tests: int = 3) -> tuple[str, str, str]:
+    """Problem ``i``, print a*b + i: (a correct completion, a wrong one, veRL's test cases)."""
+    right = f"```python\na, b = map(int, input().split())\nprint(a * b + {i})\n```"
+    wrong = f"```python\na, b = map(int, input().split())\nprint(a * b + {i + 1})\n```"
+    pairs = [(t + 2, i + t) for t in range(tests)]
+    cases = {
+        "inputs": [f"{a} {b}\n" for a, b in pairs],
+        "outputs": [f"{a * b + i}\n" for a, b in pairs],
+    }
+    return right, wrong, json.dumps(cases)
+
+
+def score_all(
+    verl: VerlSandboxFusion,
+    url: str,
+    completions: list[str],
+    tests: list[str],
+    *,
+    callers: int | None = None,
+    max_concurrent: int | None = None,
+) -> list[float]:
+    """Score every completion with veRL's ``default_compute_score`` (a ``codecontests`` row),
+    ``callers`` at once (default: all, as veRL's reward loop scores trajectories as they
+    complete), every call through one semaphore of ``max_concurrent`` (default: veRL's)."""
+    semaphore = verl.semaphore(max_concurrent)
+
+    def one(args: tuple[str, str]) -> float:
+        completion, cases = args
+        score = verl.default_compute_score(
+            "codecontests",
+            completion,
+            cases,
+            sandbox_fusion_url=url + "/run_code",
+            concurrent_semaphore=semaphore,
+            memory_limit_mb=1024,
+        )
+        return float(score)
+
+    with ThreadPoolExecutor(callers or len(completions)) as pool:
+        return list(pool.map(one, zip(completions, tests, strict=True)))
 
 
 def _default_max_concurrent(root: Path) -> int:
