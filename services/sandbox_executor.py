@@ -232,6 +232,7 @@ class SandboxExecutor:
             unwait()
             self._release()
             raise ServiceUnavailable("the server is shutting down") from None
+
         def done(_: object) -> None:
             unwait()
             self._release()
