@@ -14,10 +14,18 @@ veRL's client retries; a full queue is 503 with ``Retry-After``.
 
 from __future__ import annotations
 
+from typing import Any
+
 from fastapi import APIRouter, Request
 
 from referee.client.errors import InvalidRequest
-from referee.client.models import RunCodeRequest, RunCodeResponse, RunCodeResult, RunLimits
+from referee.client.models import (
+    Problem,
+    RunCodeRequest,
+    RunCodeResponse,
+    RunCodeResult,
+    RunLimits,
+)
 from referee.sandbox import RunResult, RunStatus
 from referee.sandbox.process_io import cut_for_json
 from referee.services.routes.sandbox import checked_language, hang_up, run_once
@@ -67,7 +75,25 @@ def to_run_code_result(run: RunResult, body_bytes: int | None = None) -> RunCode
     )
 
 
-@router.post("/run_code", response_model=RunCodeResponse, summary="SandboxFusion: run code")
+_QUEUE_PROBLEMS: dict[int | str, dict[str, Any]] = {
+    503: {
+        "model": Problem,
+        "description": "No isolation backend; or (with Retry-After) the slot queue is full",
+    },
+    504: {
+        "model": Problem,
+        "description": "No sandbox slot came free within REFEREE_SANDBOX_QUEUE_WAIT_S (with "
+        "Retry-After; veRL's client retries it)",
+    },
+}
+
+
+@router.post(
+    "/run_code",
+    response_model=RunCodeResponse,
+    summary="SandboxFusion: run code",
+    responses=_QUEUE_PROBLEMS,
+)
 async def run_code(body: RunCodeRequest, request: Request) -> RunCodeResponse:
     executor: SandboxExecutor = request.app.state.sandbox
     backend = executor.require_backend()
