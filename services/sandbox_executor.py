@@ -245,7 +245,7 @@ class SandboxExecutor:
             if hung_up is not None:
                 watched.add(hung_up)
             wait_s = self.settings.sandbox_queue_wait_s
-            await asyncio.wait(watched, timeout=wait_s, return_when="FIRST_COMPLETED")
+            await asyncio.wait(watched, timeout=wait_s, return_when=asyncio.FIRST_COMPLETED)
             if not result.done() and future.cancel():  # still queued: it leaves, never runs
                 if hung_up is not None and hung_up.done():
                     raise ServiceUnavailable("the client hung up before a sandbox slot was free")
