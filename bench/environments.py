@@ -26,9 +26,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import socket
-import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -36,54 +33,15 @@ from typing import Any
 
 import httpx
 
+from referee.services.launcher import Server, start_referee
 from referee.verifiers import procedural
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def _start(workers: int, log: Path) -> tuple[subprocess.Popen[bytes], str]:
-    port = _free_port()
-    env = {
-        **os.environ,
-        "REFEREE_MATH_WORKERS": str(workers),
-        "REFEREE_MAX_BATCH_ITEMS": "100000",
-    }
-    with open(log, "wb") as out:
-        proc = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "uvicorn",
-                "--factory",
-                "referee.services.app:create_app",
-                "--port",
-                str(port),
-                "--log-level",
-                "warning",
-            ],
-            env=env,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-        )
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(log.read_text()[-2000:])
-        try:
-            if httpx.get(url + "/readyz", timeout=2).status_code == 200:
-                return proc, url
-        except httpx.HTTPError:
-            pass
-        time.sleep(0.2)
-    proc.kill()
-    raise RuntimeError("the server did not start")
+def _start(workers: int, log: Path) -> Server:
+    env = {"REFEREE_MATH_WORKERS": str(workers), "REFEREE_MAX_BATCH_ITEMS": "100000"}
+    return start_referee(env, log=log, timeout_s=120)
 
 
 def build_items(
@@ -202,13 +160,9 @@ def main(argv: list[str] | None = None) -> int:
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         for workers in (1, 2):
-            proc, url = _start(workers, Path(tmp) / f"server{workers}.log")
-            try:
-                rate, scores = over_http(url, items, args.rounds)
-                gen_http = http_generation(url, 1000) if workers == 2 else None
-            finally:
-                proc.terminate()
-                proc.wait(timeout=30)
+            with _start(workers, Path(tmp) / f"server{workers}.log") as server:
+                rate, scores = over_http(server.url, items, args.rounds)
+                gen_http = http_generation(server.url, 1000) if workers == 2 else None
             agree = sum(1 for a, b in zip(scores, direct_scores, strict=True) if a == b) / len(
                 items
             )

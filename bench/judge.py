@@ -22,8 +22,9 @@ from typing import Any
 from referee.genrm.backend import LLMBackend, SamplingParams
 from referee.genrm.judges import JudgeItem, fill_template, judge_pointwise
 from referee.genrm.openai_backend import OpenAIBackend
-from referee.genrm.openai_server import start_tiny_server, tiny_transformers_backend
+from referee.genrm.openai_server import tiny_transformers_backend
 from referee.genrm.templates import load_template
+from referee.services.launcher import start_tiny_llm
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -66,8 +67,8 @@ def main(argv: list[str] | None = None) -> int:
     raw, judged = asyncio.run(measure(local, batch, args.max_tokens, args.reps))
     rows.append(["transformers (in-process)", raw, judged])
 
-    proc, url = start_tiny_server()
-    try:
+    with start_tiny_llm() as llm:
+        url = llm.url
 
         async def remote() -> tuple[float, float]:
             backend = OpenAIBackend(url, "tiny-llama", concurrency=8)
@@ -79,9 +80,6 @@ def main(argv: list[str] | None = None) -> int:
 
         raw, judged = asyncio.run(remote())
         rows.append(["openai (test server, loopback)", raw, judged])
-    finally:
-        proc.terminate()
-        proc.wait(timeout=30)
 
     lines = [
         "# Judge throughput vs raw generation",

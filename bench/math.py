@@ -46,9 +46,7 @@ import json
 import logging
 import multiprocessing as mp
 import resource
-import socket
 import statistics
-import subprocess
 import time
 from collections import Counter, defaultdict
 from collections.abc import Callable, Sequence
@@ -363,12 +361,6 @@ def accuracy(cases: list[dict[str, Any]]) -> dict[str, Any]:
 # -- (c) HTTP ---------------------------------------------------------------------------------
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def bench_http(
     pairs: Sequence[Pair], workers: int = 2, repetitions: int = 5, warmup: Sequence[Pair] = ()
 ) -> dict[str, Any] | None:
@@ -382,28 +374,15 @@ def bench_http(
     except Exception as exc:  # the server is written by another part of the project
         print(f"HTTP section skipped: server not available ({type(exc).__name__}: {exc})")
         return None
+    from referee.services.launcher import ServerFailed, start_referee
     from referee.verifiers.math import MathConfig
 
-    port = _free_port()
-    env = {**os.environ, "REFEREE_MATH_WORKERS": str(workers)}  # default: one per CPU
-    server = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "uvicorn",
-            "--factory",
-            "referee.services.app:create_app",
-            "--host",
-            "127.0.0.1",
-            "--port",
-            str(port),
-            "--log-level",
-            "warning",
-        ],
-        env=env,
-        cwd=ROOT,
-    )
-    base = f"http://127.0.0.1:{port}"
+    try:  # REFEREE_MATH_WORKERS: the default is one per CPU
+        server = start_referee({"REFEREE_MATH_WORKERS": str(workers)}, cwd=ROOT)
+    except ServerFailed as exc:
+        print(f"HTTP section skipped: {exc}")
+        return None
+    base = server.url
     body = {
         "items": [
             {
@@ -423,18 +402,6 @@ def bench_http(
     }
     try:
         with httpx.Client(base_url=base, timeout=600.0) as client:
-            deadline = time.monotonic() + 60
-            while True:
-                if server.poll() is not None:
-                    print(f"HTTP section skipped: the server exited with {server.returncode}")
-                    return None
-                with contextlib.suppress(httpx.HTTPError):
-                    if client.get("/healthz").status_code == 200:
-                        break
-                if time.monotonic() > deadline:
-                    print("HTTP section skipped: /healthz did not answer within 60 s")
-                    return None
-                time.sleep(0.1)
             if warm_body["items"]:
                 client.post("/v1/rewards", json=warm_body)
             http_times, http_scores = [], []
@@ -447,12 +414,7 @@ def bench_http(
                     return None
                 http_scores = [float(x["score"]) for x in r.json()["rewards"]]
     finally:
-        server.terminate()
-        try:
-            server.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            server.kill()
-            server.wait()
+        server.stop(timeout_s=10)
     # The same: one warm-up batch, then the repetitions on one pool (the server's pool, too,
     # keeps its reference cache between requests), the same per-check deadline as the server's
     # default (REFEREE_MATH_TIMEOUT_S unset: MathConfig().timeout_s).

@@ -27,11 +27,8 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import socket
 import statistics
-import subprocess
-import sys
 import threading
 import time
 from collections.abc import Sequence
@@ -39,6 +36,8 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+
+from referee.services.launcher import Server, start_referee
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -52,12 +51,6 @@ REFERENCES = ["x", "1", "(x+y)^{40}", "x^{40}+y^{40}"]  # not equal: the check e
 PROBE = {"id": "p", "response": "\\boxed{4}", "grader": {"type": "math", "reference": "4"}}
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 def hostile_items(n: int) -> list[dict[str, Any]]:
     return [
         {
@@ -69,29 +62,9 @@ def hostile_items(n: int) -> list[dict[str, Any]]:
     ]
 
 
-def start_server(workers: int, timeout_s: float) -> tuple[subprocess.Popen[bytes], str]:
-    port = _free_port()
-    env = {
-        **os.environ,
-        "REFEREE_MATH_WORKERS": str(workers),
-        "REFEREE_MATH_TIMEOUT_S": str(timeout_s),
-    }
-    cmd = [sys.executable, "-m", "uvicorn", "--factory", "referee.services.app:create_app"]
-    cmd += ["--host", "127.0.0.1", "--port", str(port), "--log-level", "warning"]
-    proc = subprocess.Popen(cmd, env=env, cwd=ROOT)
-    base = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 90
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise SystemExit(f"the server exited with {proc.returncode}")
-        try:
-            if httpx.get(base + "/readyz", timeout=2).status_code == 200:
-                return proc, base
-        except httpx.HTTPError:
-            pass
-        time.sleep(0.2)
-    proc.kill()
-    raise SystemExit("the server did not become ready")
+def start_server(workers: int, timeout_s: float) -> Server:
+    env = {"REFEREE_MATH_WORKERS": str(workers), "REFEREE_MATH_TIMEOUT_S": str(timeout_s)}
+    return start_referee(env, cwd=ROOT, timeout_s=90)
 
 
 def probe_ms(client: httpx.Client) -> float:
@@ -157,7 +130,8 @@ def freed_after_hangup(base: str, n: int) -> float:
 
 
 def run(hostile: int, workers: int, timeout_s: float) -> dict[str, Any]:
-    proc, base = start_server(workers, timeout_s)
+    server = start_server(workers, timeout_s)
+    base = server.url
     try:
         with httpx.Client(base_url=base, timeout=60) as client:
             for _ in range(3):
@@ -173,8 +147,7 @@ def run(hostile: int, workers: int, timeout_s: float) -> dict[str, Any]:
         out["freed_after_hangup_s"] = freed_after_hangup(base, hostile)
         return out
     finally:
-        proc.terminate()
-        proc.wait(timeout=30)
+        server.stop(timeout_s=30)
 
 
 def markdown(res: dict[str, Any]) -> str:

@@ -1,7 +1,8 @@
 """Section (a3) of ``python -m bench.math``: accuracy on math-verify 0.9.0's own test suite.
 
-The cases are read from math-verify's sdist by tests/unit/math/math_verify_suite.py (the same
-loader the differential test uses; the sdist is downloaded once into ~/.cache/referee-tests/).
+The cases are read from math-verify's sdist by tests/unit/verifiers/math/math_verify_suite.py
+(the same loader the differential test uses; the sdist is downloaded once into
+~/.cache/referee-tests/).
 Three columns, each case in a CheckPool(workers=1) worker process with the benchmark's deadline:
 
 - **referee**: the ``math`` grader with its defaults, as ``/v1/rewards`` scores it; a case that
@@ -24,7 +25,7 @@ from types import ModuleType
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
-SUITE_LOADER = ROOT / "tests" / "unit" / "math" / "math_verify_suite.py"
+SUITE_LOADER = ROOT / "tests" / "unit" / "verifiers" / "math" / "math_verify_suite.py"
 DISAGREEMENTS = ROOT / "tests" / "data" / "math_verify_disagreements.jsonl"
 SWITCH_TESTS = {"test_set_rel_assymetry", "test_strict_variable_comparison"}
 """The two tests that exercise math-verify switches referee does not have; the other 269 cases

@@ -33,12 +33,12 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-import httpx
 from celery import Celery
 
 from referee.client import RefereeClient
 from referee.genrm.openai_server import tiny_transformers_backend
 from referee.genrm.prm import MonteCarloPRM, PRMConfig, PRMInput
+from referee.services.launcher import start_redis, start_referee
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -122,25 +122,6 @@ def plot_rollouts(per_solution: dict[str, list[tuple[int, int]]], path: Path) ->
     plt.close(fig)
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def _wait_http(url: str, proc: subprocess.Popen[bytes], timeout_s: float = 120) -> None:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"{proc.args!r} exited with {proc.returncode}")
-        try:
-            if httpx.get(url, timeout=2).status_code == 200:
-                return
-        except httpx.HTTPError:
-            time.sleep(0.2)
-    raise RuntimeError(f"{url} did not answer")
-
-
 def _start(cmd: list[str], env: dict[str, str], log: Path) -> subprocess.Popen[bytes]:
     with open(log, "wb") as out:
         return subprocess.Popen(
@@ -203,70 +184,26 @@ def queue_throughput(n_jobs: int, rounds: int, tmp: Path) -> dict[str, dict[str,
     py = sys.executable
     rows: dict[str, dict[str, float]] = {}
     # embedded: the API runs jobs itself
-    port = _free_port()
-    api = _start(
-        [
-            py,
-            "-m",
-            "uvicorn",
-            "--factory",
-            "referee.services.app:create_app",
-            "--port",
-            str(port),
-            "--log-level",
-            "warning",
-        ],
-        {**env, "REFEREE_JOB_CONCURRENCY": "2"},
-        tmp / "embedded.log",
-    )
-    try:
-        _wait_http(f"http://127.0.0.1:{port}/readyz", api)
+    with start_referee(
+        {**env, "REFEREE_JOB_CONCURRENCY": "2"}, log=tmp / "embedded.log", timeout_s=120, group=True
+    ) as api:
         rows["embedded (no broker, 2 jobs at once)"] = {
-            kind: run_jobs(f"http://127.0.0.1:{port}", kind, n_jobs, "e")
-            for kind in ("math", "prm")
+            kind: run_jobs(api.url, kind, n_jobs, "e") for kind in ("math", "prm")
         }
-    finally:
-        _stop(api)
-    redis_port = _free_port()
-    redis = _start(
-        [
-            "redis-server",
-            "--port",
-            str(redis_port),
-            "--bind",
-            "127.0.0.1",
-            "--save",
-            "",
-            "--appendonly",
-            "no",
-        ],
-        {},
-        tmp / "redis.log",
-    )
+    redis = start_redis(tmp)
     # Each worker process gets half the cores for torch, so that the two of the second row share
     # the machine instead of both spinning a thread per core.
     threads = str(max(1, (os.cpu_count() or 2) // 2))
     queued = {
         **env,
-        "REFEREE_BROKER_URL": f"redis://127.0.0.1:{redis_port}/0",
+        "REFEREE_BROKER_URL": redis.url,
         "REFEREE_TORCH_THREADS": threads,
     }
-    port = _free_port()
-    api = _start(
-        [
-            py,
-            "-m",
-            "uvicorn",
-            "--factory",
-            "referee.services.app:create_app",
-            "--port",
-            str(port),
-            "--log-level",
-            "warning",
-        ],
-        queued,
-        tmp / "api.log",
-    )
+    try:
+        api = start_referee(queued, log=tmp / "api.log", timeout_s=120, group=True)
+    except BaseException:
+        redis.stop()
+        raise
     workers: list[subprocess.Popen[bytes]] = []
     names = [f"w{i}@{socket.gethostname()}" for i in range(2)]
     samples: dict[int, dict[str, list[float]]] = {
@@ -276,7 +213,6 @@ def queue_throughput(n_jobs: int, rounds: int, tmp: Path) -> dict[str, dict[str,
     control = Celery(broker=queued["REFEREE_BROKER_URL"])
     queue = "referee"  # REFEREE_JOB_QUEUE's default
     try:
-        _wait_http(f"http://127.0.0.1:{port}/readyz", api)
         for name in names:
             workers.append(
                 _start(
@@ -296,7 +232,7 @@ def queue_throughput(n_jobs: int, rounds: int, tmp: Path) -> dict[str, dict[str,
                     tmp / f"{name.split('@')[0]}.log",
                 )
             )
-        run_jobs(f"http://127.0.0.1:{port}", "prm", 4, "warm")  # both workers loaded
+        run_jobs(api.url, "prm", 4, "warm")  # both workers loaded
         # Rounds alternate between one consuming worker and two (the second one told to stop and
         # resume consuming the queue), so that whatever else loads the machine weighs on both.
         for r in range(rounds):
@@ -306,17 +242,15 @@ def queue_throughput(n_jobs: int, rounds: int, tmp: Path) -> dict[str, dict[str,
                 )
                 verb(queue, destination=[names[1]], reply=True, timeout=10)
                 for kind in ("math", "prm"):
-                    samples[count][kind].append(
-                        run_jobs(f"http://127.0.0.1:{port}", kind, n_jobs, f"q{r}-{count}")
-                    )
+                    samples[count][kind].append(run_jobs(api.url, kind, n_jobs, f"q{r}-{count}"))
         for count in (1, 2):
             label = f"queue, {count} worker process{'es' if count > 1 else ''}"
             rows[label] = {kind: statistics.median(v) for kind, v in samples[count].items()}
     finally:
         for w in workers:
             _stop(w)
-        _stop(api)
-        _stop(redis)
+        api.stop(timeout_s=30)
+        redis.stop()
     return rows
 
 

@@ -33,7 +33,6 @@ import os
 import random
 import re
 import signal
-import socket
 import statistics
 import subprocess
 import sys
@@ -46,46 +45,16 @@ from typing import Any
 
 import httpx
 
+from referee.services.launcher import Server, start_redis, start_referee
+
 ROOT = Path(__file__).resolve().parent.parent
 MIB = 1024 * 1024
 EXCLUDED = "positive_data_acceptance,negative_data_rejection,use_after_free,"
 EXCLUDED += "ensure_resource_availability,ignored_auth"
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-class Server:
-    def __init__(self, env: dict[str, str], log: Path) -> None:
-        self.port = _free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-        cmd = [sys.executable, "-m", "uvicorn", "--factory", "referee.services.app:create_app"]
-        cmd += ["--host", "127.0.0.1", "--port", str(self.port), "--log-level", "warning"]
-        with open(log, "wb") as out:
-            self.proc = subprocess.Popen(
-                cmd, env={**os.environ, **env}, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT
-            )
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise SystemExit(f"the server exited: {log.read_text()[-2000:]}")
-            try:
-                if httpx.get(self.url + "/readyz", timeout=2).status_code == 200:
-                    return
-            except httpx.HTTPError:
-                pass
-            time.sleep(0.2)
-        raise SystemExit("the server did not become ready")
-
-    def close(self) -> None:
-        self.proc.terminate()
-        try:
-            self.proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
+def start_server(env: dict[str, str], log: Path) -> Server:
+    return start_referee(env, log=log, cwd=ROOT, timeout_s=120)
 
 
 def _rss_mb(pid: int) -> float:
@@ -105,7 +74,7 @@ def bench_schemathesis(tmp: Path, examples: int) -> dict[str, Any]:
         "REFEREE_TORCH_THREADS": "1",
         "REFEREE_MAX_BATCH_ITEMS": "64",
     }
-    server = Server(env, tmp / "schemathesis-server.log")
+    server = start_server(env, tmp / "schemathesis-server.log")
     try:
         httpx.post(server.url + "/v1/curriculum/problems", json={"n": 1}, timeout=300)
         cmd = [sys.executable, "-m", "schemathesis.cli", "run", f"{server.url}/openapi.json"]
@@ -114,7 +83,7 @@ def bench_schemathesis(tmp: Path, examples: int) -> dict[str, Any]:
         run = subprocess.run(cmd, capture_output=True, text=True, cwd=tmp)
         out = run.stdout + run.stderr
     finally:
-        server.close()
+        server.stop(timeout_s=30)
     (tmp / "schemathesis.txt").write_text(out)
     failures = {code: int(n) for code, n in re.findall(r"(ST\d+) [^:\n]+: (\d+)", out)}
     generated = re.search(r"(\d+) generated", out)
@@ -136,9 +105,11 @@ def _chunks(total: int) -> Iterator[bytes]:
 
 
 def bench_upload(tmp: Path, megabytes: int) -> dict[str, Any]:
-    server = Server({"REFEREE_API_KEYS": "k1", "REFEREE_MATH_WORKERS": "1"}, tmp / "upload.log")
+    server = start_server(
+        {"REFEREE_API_KEYS": "k1", "REFEREE_MATH_WORKERS": "1"}, tmp / "upload.log"
+    )
     try:
-        pid = server.proc.pid
+        pid = server.process.pid
         before = _rss_mb(pid)
         peak = [before]
         done = threading.Event()
@@ -173,11 +144,11 @@ def bench_upload(tmp: Path, megabytes: int) -> dict[str, Any]:
             "answered_after_s": round(time.perf_counter() - start, 3),
         }
     finally:
-        server.close()
+        server.stop(timeout_s=30)
 
 
 def bench_readyz(tmp: Path, batches: int, items: int) -> dict[str, Any]:
-    server = Server({"REFEREE_MATH_WORKERS": "2"}, tmp / "readyz.log")
+    server = start_server({"REFEREE_MATH_WORKERS": "2"}, tmp / "readyz.log")
     body = {
         "items": [
             {
@@ -217,37 +188,18 @@ def bench_readyz(tmp: Path, batches: int, items: int) -> dict[str, Any]:
             "not_ready_answers": sum(1 for s in statuses if s != 200),
         }
     finally:
-        server.close()
-
-
-def _redis(tmp: Path) -> tuple[subprocess.Popen[bytes], int]:
-    port = _free_port()
-    proc = subprocess.Popen(
-        [
-            *("redis-server", "--port", str(port), "--bind", "127.0.0.1", "--dir", str(tmp)),
-            *("--save", "", "--appendonly", "no"),
-        ],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    for _ in range(200):
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=0.2):
-                return proc, port
-        except OSError:
-            time.sleep(0.05)
-    raise SystemExit("redis-server did not start")
+        server.stop(timeout_s=30)
 
 
 def bench_kills(tmp: Path, jobs: int, kills: int, lease_s: float) -> dict[str, Any]:
-    redis_proc, port = _redis(tmp)
+    redis = start_redis(tmp)
     env = {
-        "REFEREE_BROKER_URL": f"redis://127.0.0.1:{port}/0",
+        "REFEREE_BROKER_URL": redis.url,
         "REFEREE_JOB_LEASE_S": str(lease_s),
         "REFEREE_MATH_WORKERS": "1",
         "REFEREE_SANDBOX_SLOTS": "1",
     }
-    api = Server(env, tmp / "kills-api.log")
+    api = start_server(env, tmp / "kills-api.log")
     workers: list[subprocess.Popen[bytes]] = []
 
     def start_worker() -> None:
@@ -312,9 +264,8 @@ def bench_kills(tmp: Path, jobs: int, kills: int, lease_s: float) -> dict[str, A
             if w.poll() is None:
                 os.killpg(w.pid, signal.SIGKILL)
                 w.wait()
-        api.close()
-        redis_proc.terminate()
-        redis_proc.wait(timeout=30)
+        api.stop(timeout_s=30)
+        redis.stop(timeout_s=30)
 
 
 def markdown(res: dict[str, Any]) -> str:

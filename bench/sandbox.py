@@ -59,9 +59,7 @@ import importlib
 import importlib.util
 import os
 import shutil
-import socket
 import subprocess
-import sys
 import tempfile
 import threading
 import time
@@ -83,6 +81,7 @@ from referee.sandbox import (
     run_tests,
 )
 from referee.sandbox.resource_limits import preexec_rlimits, rlimits_for
+from referee.services.launcher import Server, start_referee
 
 WORKERS = 2
 LIMITS = Limits(wall_time_s=10.0, memory_mb=256)
@@ -143,29 +142,9 @@ def library_jobs(backend: SandboxBackend) -> tuple[Job, Job]:
 
 
 # -- (d) HTTP --------------------------------------------------------------------------------
-def start_server(tmp: Path) -> tuple[str, subprocess.Popen[bytes]]:
-    # --host/--port, not --fd: uvicorn opens an inherited fd as AF_UNIX, so its connections
-    # miss TCP_NODELAY and every response waits ~40 ms for a delayed ACK.
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    env = {**os.environ, "REFEREE_SANDBOX_SLOTS": str(WORKERS), "REFEREE_MATH_WORKERS": "1"}
-    log = open(tmp / "server.log", "wb")
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "uvicorn", "--factory", "referee.services.app:create_app",
-         "--host", "127.0.0.1", "--port", str(port), "--log-level", "warning"],
-        stdout=log, stderr=subprocess.STDOUT, env=env,
-    )  # fmt: skip
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        try:
-            if httpx.get(url + "/readyz", timeout=2).status_code == 200:
-                return url, proc
-        except httpx.HTTPError:
-            time.sleep(0.1)
-    proc.kill()
-    raise RuntimeError("the server did not start")
+def start_server(tmp: Path) -> Server:
+    env = {"REFEREE_SANDBOX_SLOTS": str(WORKERS), "REFEREE_MATH_WORKERS": "1"}
+    return start_referee(env, log=tmp / "server.log")
 
 
 def http_jobs(url: str) -> tuple[Job, Job]:
@@ -455,7 +434,8 @@ def main(argv: list[str] | None = None) -> int:
         docker_note = f"docker backend not measured: {exc}"
         print(docker_note, flush=True)
     tmp = Path(tempfile.mkdtemp(prefix="bench-sandbox-"))
-    url, proc = start_server(tmp)
+    server = start_server(tmp)
+    url = server.url
     rows: list[tuple[str, str, float, float, float, float]] = []
     try:
         lib_py, lib_cpp = library_jobs(backend)
@@ -478,8 +458,7 @@ def main(argv: list[str] | None = None) -> int:
             rows.append((workload, mode, p50, p95, n / wall, n * runs / wall))
             print(f"{workload:7} {mode:22} p50 {p50:8.1f} ms  p95 {p95:8.1f} ms", flush=True)
     finally:
-        proc.terminate()
-        proc.wait(timeout=15)
+        server.stop()
         if docker is not None:
             docker.close()
         shutil.rmtree(tmp, ignore_errors=True)

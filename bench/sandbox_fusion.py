@@ -177,7 +177,8 @@ def main(argv: list[str] | None = None) -> int:
     referee_python = get_language("python").run_argv("main.py", LIMITS)[0]
     load = os.getloadavg()[0]
     tmp = Path(tempfile.mkdtemp(prefix="bench-sandbox-fusion-"))
-    url, proc = start_server(tmp)
+    server = start_server(tmp)
+    url = server.url
     sf = f"SandboxFusion /run_code (isolation {isolation})"
     rows: list[tuple[str, str, float, float, float, float]] = []
     try:
@@ -202,8 +203,7 @@ def main(argv: list[str] | None = None) -> int:
             rows.append((workload, mode, p50, p95, n / wall, n * runs / wall))
             print(f"{workload:7} {mode:52} p50 {p50:8.1f} ms  p95 {p95:8.1f} ms", flush=True)
     finally:
-        proc.terminate()
-        proc.wait(timeout=15)
+        server.stop()
         shutil.rmtree(tmp, ignore_errors=True)
     base = {w: (p50, jobs) for w, m, p50, _, jobs, _ in rows if m.startswith("SandboxFusion")}
     lines = [

@@ -30,10 +30,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import socket
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -41,36 +38,17 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import httpx
-
 from bench.math_mix import MixItem, realistic_mix
+from referee.services.launcher import Server, start_referee
 
 PER_STEP = 256
 G = 8
 COMPLETION_TOKENS = 32
 
 
-def start_server(tmp: Path, workers: int) -> tuple[str, subprocess.Popen[bytes]]:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    env = {**os.environ, "REFEREE_MATH_WORKERS": str(workers), "REFEREE_MAX_BATCH_ITEMS": "4096"}
-    with open(tmp / "server.log", "wb") as log:  # the child keeps its own descriptor
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "uvicorn", "--factory", "referee.services.app:create_app",
-             "--host", "127.0.0.1", "--port", str(port), "--log-level", "warning"],
-            stdout=log, stderr=subprocess.STDOUT, env=env,
-        )  # fmt: skip
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 90
-    while time.monotonic() < deadline:
-        try:
-            if httpx.get(url + "/readyz", timeout=2).status_code == 200:
-                return url, proc
-        except httpx.HTTPError:
-            time.sleep(0.1)
-    proc.kill()
-    raise RuntimeError("the referee server did not start")
+def start_server(tmp: Path, workers: int) -> Server:
+    env = {"REFEREE_MATH_WORKERS": str(workers), "REFEREE_MAX_BATCH_ITEMS": "4096"}
+    return start_referee(env, log=tmp / "server.log", timeout_s=90)
 
 
 def write_policy(path: Path) -> None:
@@ -223,7 +201,8 @@ def main(argv: list[str] | None = None) -> int:
         tmp = Path(tmp_name)
         policy = tmp / "policy"
         write_policy(policy)
-        url, proc = start_server(tmp, args.workers)
+        server = start_server(tmp, args.workers)
+        url = server.url
         try:
             arms: list[tuple[str, Timed]] = [
                 ("referee, sync (HTTP)", Timed(reward_function(url, {"type": "math"}), mix, "r")),
@@ -240,8 +219,7 @@ def main(argv: list[str] | None = None) -> int:
                 step_s = run_arm(policy, reward, steps, tmp / "run")
                 results[name] = (step_s[1:], reward.seconds[1:])
         finally:
-            proc.terminate()
-            proc.wait(timeout=30)
+            server.stop(timeout_s=30)
 
     lines = [
         f"GRPO step time spent waiting for rewards: {PER_STEP} completions per step "

@@ -9,14 +9,12 @@ response's ``referee`` field and ``/stats`` say so; with ``structured="reject"``
 like one that predates them and answers 400.
 
     uvicorn --factory referee.genrm.openai_server:create_tiny_app --port 8001
+
+Tests and benchmarks start it with ``referee.services.launcher.start_tiny_llm``.
 """
 
 from __future__ import annotations
 
-import os
-import socket
-import subprocess
-import sys
 import time
 import uuid
 from typing import Any, Literal
@@ -27,7 +25,7 @@ from pydantic import BaseModel, ConfigDict
 
 from referee.genrm.backend import Completion, LLMBackend, SamplingParams
 
-__all__ = ["create_app", "create_tiny_app", "start_tiny_server", "tiny_transformers_backend"]
+__all__ = ["create_app", "create_tiny_app", "tiny_transformers_backend"]
 
 
 class _Request(BaseModel):
@@ -196,59 +194,5 @@ def tiny_transformers_backend(seed: int = 0) -> Any:
     return TransformersBackend(LlamaForCausalLM(config), tok, name="tiny-llama")
 
 
-_SERVE_LOCAL_MODEL = """
-import sys
-import uvicorn
-from referee.genrm.openai_server import create_app
-from referee.genrm.transformers_backend import TransformersBackend
-app = create_app(TransformersBackend.from_pretrained(sys.argv[1]))
-uvicorn.run(app, host="127.0.0.1", port=int(sys.argv[2]), log_level="warning")
-"""
-
-
 def create_tiny_app() -> FastAPI:
     return create_app(tiny_transformers_backend())
-
-
-def start_tiny_server(
-    timeout_s: float = 120.0, model_path: str | None = None, torch_threads: int | None = None
-) -> tuple[subprocess.Popen[bytes], str]:
-    """Start the test LLM server in a uvicorn subprocess on a free loopback port; returns the
-    process (terminate it when done) and its URL, once ``/v1/models`` answers. It serves the
-    tiny random model, or the local model at ``model_path`` (transformers)."""
-    import httpx
-
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    env = os.environ.copy()
-    if torch_threads:
-        env["OMP_NUM_THREADS"] = str(torch_threads)
-    if model_path is None:
-        argv = [
-            "-m",
-            "uvicorn",
-            "--factory",
-            "referee.genrm.openai_server:create_tiny_app",
-            "--host",
-            "127.0.0.1",
-            "--port",
-            str(port),
-            "--log-level",
-            "warning",
-        ]
-    else:
-        argv = ["-c", _SERVE_LOCAL_MODEL, model_path, str(port)]
-    proc = subprocess.Popen([sys.executable, *argv], env=env)
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"the test LLM server exited with {proc.returncode}")
-        try:
-            if httpx.get(url + "/v1/models", timeout=2).status_code == 200:
-                return proc, url
-        except httpx.HTTPError:
-            time.sleep(0.2)
-    proc.kill()
-    raise RuntimeError("the test LLM server did not start")

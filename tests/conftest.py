@@ -1,20 +1,16 @@
-"""Shared fixtures: a real uvicorn server on a free port, polled until ready; the sandbox
-languages, each needing its toolchain."""
+"""Shared fixtures: real referee servers (``referee.services.launcher``: uvicorn on a free port,
+polled until ready), the taught judge, the sandbox languages, each needing its toolchain."""
 
 from __future__ import annotations
 
 import os
 import signal
-import socket
-import subprocess
-import sys
-import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
-import httpx
 import pytest
+
+from referee.services.launcher import Server, start_referee
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -69,80 +65,30 @@ def installed_language(request: pytest.FixtureRequest) -> str:
     return language
 
 
-@dataclass
-class Server:
-    url: str
-    process: subprocess.Popen[bytes]
-    log: Path
-
-    def log_tail(self) -> str:
-        return self.log.read_text(errors="replace")[-4000:]
-
-
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+# Every test server starts with 2 check workers and a 2 s math deadline unless its env says
+# otherwise (the defaults, one worker per CPU and 10 s, are sized for a machine of its own).
+TEST_SERVER_ENV = {"REFEREE_MATH_WORKERS": "2", "REFEREE_MATH_TIMEOUT_S": "2"}
 
 
 def start_server(tmp: Path, env: dict[str, str], name: str = "server") -> Server:
-    # A port probed free just before (uvicorn's --fd would make it treat the socket as a Unix
-    # socket, without TCP_NODELAY: 40 ms per request).
-    port = _free_port()
-    log = tmp / f"{name}.log"
-    full_env = {**os.environ, "REFEREE_MATH_WORKERS": "2", "REFEREE_MATH_TIMEOUT_S": "2", **env}
-    with open(log, "wb") as out:
-        proc = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "uvicorn",
-                "--factory",
-                "referee.services.app:create_app",
-                "--host",
-                "127.0.0.1",
-                "--port",
-                str(port),
-                "--log-level",
-                "warning",
-            ],
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            env=full_env,
-            cwd=tmp,
-        )
-    server = Server(f"http://127.0.0.1:{port}", proc, log)
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"the server exited with {proc.returncode}:\n{server.log_tail()}")
-        try:
-            if httpx.get(server.url + "/readyz", timeout=2).status_code == 200:
-                return server
-        except httpx.HTTPError:
-            pass
-        time.sleep(0.1)
-    proc.kill()
-    raise RuntimeError(f"the server did not become ready:\n{server.log_tail()}")
+    """referee on a free port (``referee.services.launcher``), its log in ``tmp``."""
+    return start_referee({**TEST_SERVER_ENV, **env}, log=tmp / f"{name}.log", cwd=tmp, name=name)
 
 
-def stop_server(server: Server) -> None:
-    server.process.terminate()
-    try:
-        server.process.wait(timeout=15)
-    except subprocess.TimeoutExpired:
-        server.process.kill()
-        server.process.wait()
+def stop_cleanly(srv: Server) -> None:
+    """Stop ``srv`` and fail if it did not shut down cleanly or logged a traceback."""
+    code = srv.stop()
+    # uvicorn re-raises SIGTERM after a graceful shutdown, so -SIGTERM is a clean exit here.
+    assert code in (0, -signal.SIGTERM), srv.log_tail()
+    assert "Traceback" not in srv.log_tail(10**7), srv.log_tail()
 
 
 @pytest.fixture(scope="session")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    """The default server, shared by every module that needs no settings of its own."""
     srv = start_server(tmp_path_factory.mktemp("server"), {"REFEREE_MAX_BATCH_ITEMS": "2000"})
     yield srv
-    stop_server(srv)
-    # uvicorn re-raises SIGTERM after a graceful shutdown, so -SIGTERM is a clean exit here.
-    assert srv.process.returncode in (0, -signal.SIGTERM), srv.log_tail()
-    assert "Traceback" not in srv.log.read_text(errors="replace"), srv.log_tail()
+    stop_cleanly(srv)
 
 
 @pytest.fixture(scope="session")
@@ -165,13 +111,14 @@ def judge_server(taught_judge: Path, tmp_path_factory: pytest.TempPathFactory) -
     }
     srv = start_server(tmp_path_factory.mktemp("judge-server"), env, "judge-server")
     yield srv
-    stop_server(srv)
-    assert "Traceback" not in srv.log.read_text(errors="replace"), srv.log_tail()
+    srv.stop()
+    assert "Traceback" not in srv.log_tail(10**7), srv.log_tail()
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def referee_server_factory() -> Iterator[object]:
-    """Start extra servers with their own settings: ``factory(tmp_path, env, name)``."""
+    """Start extra servers with their own settings: ``factory(tmp_path, env, name)``. They are
+    stopped at the end of the module that started them."""
     started: list[Server] = []
 
     def factory(tmp: Path, env: dict[str, str], name: str = "server") -> Server:
@@ -181,4 +128,4 @@ def referee_server_factory() -> Iterator[object]:
 
     yield factory
     for srv in started:
-        stop_server(srv)
+        srv.stop()

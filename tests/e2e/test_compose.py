@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import socket
 import subprocess
 import time
 from collections.abc import Iterator
@@ -25,6 +24,7 @@ from typing import Any
 import pytest
 
 from referee.client import JobState, RefereeClient, Unauthorized
+from referee.services.launcher import free_port
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(3600)]
 
@@ -47,12 +47,6 @@ CPP_ITEM = {
         "tests": [{"stdin": "1 2\n", "stdout": "3\n"}, {"stdin": "40 2\n", "stdout": "41\n"}],
     },
 }
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def _compose_cli() -> list[str]:
@@ -150,12 +144,12 @@ def stack() -> Iterator[Stack]:
     )
     assert build.returncode == 0, f"build-images.sh failed:\n{build.stdout}\n{build.stderr}"
     print(build.stdout)
-    api_port = _free_port()
+    api_port = free_port()
     env = {
         **os.environ,
         "REFEREE_API_PORT": str(api_port),
-        "REFEREE_SANDBOX_PORT": str(_free_port()),
-        "REFEREE_REDIS_PORT": str(_free_port()),
+        "REFEREE_SANDBOX_PORT": str(free_port()),
+        "REFEREE_REDIS_PORT": str(free_port()),
         "REFEREE_REDIS_IMAGE": "referee-redis:latest",
         "REFEREE_API_KEYS": API_KEY,
         "REFEREE_SANDBOX_API_KEY": "e2e-sandbox-key",

@@ -3,9 +3,6 @@
 from __future__ import annotations
 
 import json
-import socket
-import subprocess
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -14,6 +11,7 @@ import httpx
 import pytest
 import redis
 
+from referee.services.launcher import start_redis
 from referee.verifiers import procedural
 
 
@@ -205,29 +203,8 @@ def test_curriculum_in_memory(env_server: str) -> None:
 def own_redis(tmp_path: Path) -> Iterator[str]:
     """A redis-server of the test's own on a free port: the test does not depend on (or touch)
     whatever Redis the machine runs on 6379."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    proc = subprocess.Popen(
-        ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", ""],
-        cwd=tmp_path,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    try:
-        client = redis.Redis(port=port)
-        for _ in range(200):
-            try:
-                if client.ping():
-                    break
-            except redis.ConnectionError:
-                time.sleep(0.05)
-        else:
-            raise RuntimeError("redis-server did not start")
-        yield f"redis://127.0.0.1:{port}/13"
-    finally:
-        proc.terminate()
-        proc.wait(timeout=30)
+    with start_redis(tmp_path) as redis_server:
+        yield f"redis://127.0.0.1:{redis_server.port}/13"
 
 
 def test_curriculum_in_redis(tmp_path: Path, referee_server_factory: Any, own_redis: str) -> None:

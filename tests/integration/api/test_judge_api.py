@@ -26,7 +26,7 @@ from trained_judge import (
 )
 
 from referee.genrm.guards import fence
-from referee.genrm.openai_server import start_tiny_server
+from referee.services.launcher import start_tiny_llm
 
 Server = Any
 GENRM = {"type": "genrm", "label_probs": True, "reference": "4"}
@@ -64,12 +64,8 @@ def judged(tmp_path_factory: pytest.TempPathFactory, referee_server_factory: Any
 
 @pytest.fixture(scope="module")
 def llm_server() -> Iterator[str]:
-    proc, url = start_tiny_server()
-    try:
-        yield url
-    finally:
-        proc.terminate()
-        proc.wait(timeout=30)
+    with start_tiny_llm() as llm:
+        yield llm.url
 
 
 def test_no_judge_configured_is_a_503_that_says_how(server: Server) -> None:
@@ -264,11 +260,16 @@ def test_pairwise_needs_a_group(judge_server: Server) -> None:
     body = rewards(
         judge_server,
         [{**item(k, r, pair, "g"), "prompt": PRIME_QUESTION} for k, r in enumerate(PRIMES)]
-        + [item(9, "6", pair)],
+        + [item(9, "6", pair), item(10, "7", pair, "alone")],
     ).json()
-    *group, lone = body["rewards"]
+    *group, lone, alone = body["rewards"]
     assert [r["score"] for r in group] == EXPECTED["pairwise"]
     assert lone["score"] is None and "set group" in lone["details"]["reason"]
+    assert lone["valid"] is False
+    # a group of one (a per-sample route) has nothing to compare with: not a score
+    assert alone["score"] is None and alone["valid"] is False
+    assert alone["details"]["outcome"] == "group_too_small"
+    assert all(r["valid"] for r in group)
 
 
 def test_judge_endpoint(judged: Server) -> None:
@@ -315,12 +316,8 @@ def test_openai_backend_serves_the_same_judge(
 @pytest.fixture(scope="module")
 def taught_llm_server(taught_judge: Path) -> Iterator[str]:
     """The taught judge behind referee's OpenAI-compatible test server."""
-    proc, url = start_tiny_server(model_path=str(taught_judge), torch_threads=1)
-    try:
-        yield url
-    finally:
-        proc.terminate()
-        proc.wait(timeout=30)
+    with start_tiny_llm(str(taught_judge), torch_threads=1) as llm:
+        yield llm.url
 
 
 def test_openai_backend_gives_the_same_scores_in_every_mode(

@@ -3,22 +3,10 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
-
-def referee(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "referee.services.cli", *args],
-        capture_output=True,
-        text=True,
-        timeout=180,
-        stdin=subprocess.DEVNULL,
-        env={**os.environ, **(env or {})},
-    )
+from referee_cli import referee
 
 
 def test_jobs_submit_wait_status_cancel(server: Any, tmp_path: Path) -> None:

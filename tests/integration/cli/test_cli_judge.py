@@ -6,13 +6,12 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
+from referee_cli import referee as run_referee
 from trained_judge import GRADERS, PRIME_QUESTION, PRIMES, QUESTION, RESPONSES
 
 from referee.client import AsyncRefereeClient, InvalidRequest, RefereeClient, ServiceUnavailable
@@ -22,14 +21,8 @@ P_YES = {"type": "genrm", "label_probs": True}
 
 
 def referee(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "referee.services.cli", *args],
-        capture_output=True,
-        text=True,
-        timeout=180,
-        stdin=subprocess.DEVNULL,
-        env={**os.environ, "REFEREE_JUDGE_BACKEND": "none", **(env or {})},
-    )
+    """``referee ARGS`` with no judge unless ``env`` names one."""
+    return run_referee(*args, env={"REFEREE_JUDGE_BACKEND": "none", **(env or {})})
 
 
 def lines(out: str) -> list[dict[str, Any]]:

@@ -3,26 +3,14 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from referee_cli import referee as _referee
 
 from referee.client.models import RewardItem
 from referee.services.cli import main
 from referee.services.grading import score_item
-
-
-def _referee(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "referee.services.cli", *args],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env={**os.environ, **(env or {})},
-    )
 
 
 def test_dataset_rows_reproducible_and_scorable(tmp_path: Path) -> None:

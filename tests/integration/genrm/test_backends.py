@@ -13,7 +13,8 @@ import pytest
 
 from referee.genrm.backend import LLMBackend, SamplingParams, StructuredOutput
 from referee.genrm.openai_backend import OpenAIBackend, OpenAIBackendError
-from referee.genrm.openai_server import start_tiny_server, tiny_transformers_backend
+from referee.genrm.openai_server import tiny_transformers_backend
+from referee.services.launcher import start_tiny_llm
 
 CHAT = [{"role": "user", "content": "Is 2 + 2 = 4? Answer Y or N."}]
 
@@ -25,12 +26,8 @@ def tiny() -> Any:
 
 @pytest.fixture(scope="module")
 def llm_server() -> Iterator[str]:
-    proc, url = start_tiny_server()
-    try:
-        yield url
-    finally:
-        proc.terminate()
-        proc.wait(timeout=30)
+    with start_tiny_llm() as llm:
+        yield llm.url
 
 
 def test_transformers_backend_batches_samples_and_logprobs(tiny: Any) -> None:

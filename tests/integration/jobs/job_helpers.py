@@ -5,16 +5,14 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
-import redis
-
 from referee.client import RefereeClient
+from referee.services.launcher import free_port, start_redis
 
 
 def settle(client: RefereeClient, job_id: str, quiet_s: float = 1.5) -> Any:
@@ -32,17 +30,10 @@ def settle(client: RefereeClient, job_id: str, quiet_s: float = 1.5) -> Any:
     raise AssertionError(f"job {job_id} kept working after it was cancelled")
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 class Cluster:
     def __init__(self, tmp: Path, server_factory: Any) -> None:
         self.tmp = tmp
         self.redis_port = free_port()
-        self.redis_proc: subprocess.Popen[bytes] | None = None
         self.start_redis()
         self.env = {
             "REFEREE_BROKER_URL": f"redis://127.0.0.1:{self.redis_port}/0",
@@ -56,38 +47,11 @@ class Cluster:
         self.workers: dict[str, subprocess.Popen[bytes]] = {}
 
     def start_redis(self) -> None:
-        self.redis_proc = subprocess.Popen(
-            [
-                "redis-server",
-                "--port",
-                str(self.redis_port),
-                "--bind",
-                "127.0.0.1",
-                "--dir",
-                str(self.tmp),
-                "--appendonly",
-                "yes",
-                "--appendfsync",
-                "always",
-                "--save",
-                "",
-            ],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
-        client = redis.Redis(port=self.redis_port)
-        for _ in range(100):
-            try:
-                if client.ping():
-                    return
-            except redis.ConnectionError:
-                time.sleep(0.05)
-        raise RuntimeError("redis-server did not start")
+        # persistent: restart_redis must find every job again
+        self.redis = start_redis(self.tmp, port=self.redis_port, persist=True)
 
     def restart_redis(self, down_s: float) -> None:
-        assert self.redis_proc is not None
-        self.redis_proc.terminate()  # a clean shutdown; the append-only file keeps everything
-        self.redis_proc.wait(timeout=30)
+        self.redis.stop(timeout_s=30)  # a clean shutdown; the append-only file keeps everything
         time.sleep(down_s)
         self.start_redis()
 
@@ -133,6 +97,4 @@ class Cluster:
     def close(self) -> None:
         for name in list(self.workers):
             self.kill_worker(name)
-        if self.redis_proc is not None:
-            self.redis_proc.terminate()
-            self.redis_proc.wait(timeout=30)
+        self.redis.stop(timeout_s=30)

@@ -10,8 +10,6 @@ submitted at once all complete.
 from __future__ import annotations
 
 import socket
-import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -19,9 +17,10 @@ from typing import Any
 
 import pytest
 import redis
-from job_helpers import Cluster, free_port, settle
+from job_helpers import Cluster, settle
 
 from referee.client import JobState, NotFound, RefereeClient
+from referee.services.launcher import Server, free_port, start_tiny_llm
 
 SOLUTION = "Step 1: 2 + 3 = 5\nStep 2: 5 * 2 = 10\nStep 3: check {i}.\nStep 4: \\boxed{{10}}."
 
@@ -178,7 +177,7 @@ def test_a_transient_failure_is_retried_with_backoff(
     cluster.env = env
     cluster.start_worker("retry")
     cluster.env = saved
-    llm: subprocess.Popen[bytes] | None = None
+    llm: Server | None = None
     try:
         with RefereeClient(api.url) as client:
             job = client.submit(prm_items(2, "t", rollouts=2))
@@ -187,21 +186,7 @@ def test_a_transient_failure_is_retried_with_backoff(
                 time.sleep(0.1)
             time.sleep(3.0)  # a failed attempt or two against the absent server
             assert not client.job(job.id).state.finished
-            llm = subprocess.Popen(
-                [
-                    sys.executable,
-                    "-m",
-                    "uvicorn",
-                    "--factory",
-                    "referee.genrm.openai_server:create_tiny_app",
-                    "--port",
-                    str(llm_port),
-                    "--log-level",
-                    "warning",
-                ],
-                stdout=subprocess.DEVNULL,
-                stderr=subprocess.DEVNULL,
-            )
+            llm = start_tiny_llm(port=llm_port, log=cluster.tmp / "llm-retry.log")
             done = client.wait(job.id, timeout_s=240)
         assert done.state is JobState.SUCCEEDED, done.error
         assert done.attempts >= 2
@@ -210,5 +195,4 @@ def test_a_transient_failure_is_retried_with_backoff(
     finally:
         cluster.kill_worker("retry")
         if llm is not None:
-            llm.terminate()
-            llm.wait(timeout=30)
+            llm.stop(timeout_s=30)

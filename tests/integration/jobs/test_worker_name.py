@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -15,39 +14,18 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import redis
 
 from referee.client import JobState, RefereeClient
+from referee.services.launcher import start_redis
 
 ROOT = Path(__file__).resolve().parents[3]
 NAME = "named-worker-1"
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 @pytest.fixture(scope="module")
 def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    port = _free_port()
-    proc = subprocess.Popen(
-        ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", ""],
-        cwd=tmp_path_factory.mktemp("redis"),
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    client = redis.Redis(port=port)
-    for _ in range(100):
-        try:
-            if client.ping():
-                break
-        except redis.ConnectionError:
-            time.sleep(0.05)
-    yield f"redis://127.0.0.1:{port}/0"
-    proc.terminate()
-    proc.wait(timeout=30)
+    with start_redis(tmp_path_factory.mktemp("redis")) as redis_server:
+        yield redis_server.url
 
 
 @pytest.fixture(scope="module")

@@ -13,7 +13,7 @@ from pydantic import Field
 from referee.services.settings import Settings
 from referee.services.settings_doc import default_text, page, type_text, variable
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 PAGE = ROOT / "docs" / "configuration.md"
 REGENERATE = "python -m referee.services.settings_doc > docs/configuration.md"
 

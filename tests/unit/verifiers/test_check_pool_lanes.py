@@ -11,6 +11,8 @@ import time
 from concurrent.futures import Future
 from typing import Any
 
+import pytest
+
 from referee.verifiers import CheckPool, Lane, TimedOut, WorkerFailed, current_lane
 
 
@@ -45,6 +47,7 @@ def finish_order(futures: dict[str, Future[Any]]) -> list[str]:
     return order
 
 
+@pytest.mark.slow  # about 30 s: eight checks that each run to a 7 s deadline
 def test_one_item_behind_a_batch_that_holds_every_worker_goes_first() -> None:
     """Both workers are held by checks that run to the deadline; a spare worker serves the
     one-item caller, which finishes before any of the slow checks."""

@@ -75,6 +75,7 @@ with open(sys.argv[1], "w") as f:
 """
 
 
+@pytest.mark.slow  # about 15 s: three interpreters generate a problem of every family
 def test_reproducible_across_processes(tmp_path: Path) -> None:
     """Other interpreters generate the same problems as this one: with another hash seed for
     every family but those whose generators iterate over sets of strings; those, in two

@@ -1,8 +1,8 @@
 """math-verify 0.9.0's own test suite, run through referee's ``math`` grader.
 
 The cases come from math-verify's sdist (downloaded once into ``~/.cache/referee-tests/`` by
-tests/unit/math/math_verify_suite.py, pinned by sha256), not from this project. Each case is
-graded as ``/v1/rewards`` grades it: a ``math`` grader spec validated by the wire model
+tests/unit/verifiers/math/math_verify_suite.py, pinned by sha256), not from this project. Each
+case is graded as ``/v1/rewards`` grades it: a ``math`` grader spec validated by the wire model
 (``reference`` = math-verify's gold, the response = its prediction), scored by the function the
 server's check pool runs, in a CheckPool with its hard deadline.
 
@@ -30,7 +30,7 @@ from referee.client.models import MathGrader
 from referee.services.grading import score_item
 from referee.verifiers import CheckPool, TimedOut, WorkerFailed
 
-DISAGREEMENTS = Path(__file__).resolve().parents[2] / "data" / "math_verify_disagreements.jsonl"
+DISAGREEMENTS = Path(__file__).resolve().parents[3] / "data" / "math_verify_disagreements.jsonl"
 POLICY = {
     row["case"]: row
     for row in (json.loads(line) for line in DISAGREEMENTS.read_text().splitlines() if line)
