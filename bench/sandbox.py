@@ -60,6 +60,7 @@ import importlib.util
 import os
 import shutil
 import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -333,7 +334,7 @@ def _plot(
 
 # -- third part: veRL's own SandboxFusion client ----------------------------------------------
 def _verl_helpers() -> ModuleType:
-    """tests/integration/trainer/verl_sandbox_fusion.py (with its peer_code), loaded by path."""
+    """tests/integration/trainer/verl_sandbox_fusion.py (with peer_code_compat), loaded by path."""
     folder = Path(__file__).resolve().parent.parent / "tests" / "integration" / "trainer"
     name = "referee_bench_peers"
     if name not in sys.modules:
@@ -353,7 +354,8 @@ def verl_part(out: Path, quick: bool) -> str:
     problems = [helpers.problem(i, tests) for i in range(solutions)]
     cases = [p[2] for p in problems]
     tmp = Path(tempfile.mkdtemp(prefix="bench-verl-"))
-    url, proc = start_server(tmp)
+    server = start_server(tmp)
+    url = server.url
     rows: list[tuple[str, int, int, float]] = []
     try:
         with helpers.verl_modules() as verl:
@@ -385,8 +387,7 @@ def verl_part(out: Path, quick: bool) -> str:
                 )
                 print(f"verl {label:28} {wall:6.2f} s", flush=True)
     finally:
-        proc.terminate()
-        proc.wait(timeout=15)
+        server.stop()
         shutil.rmtree(tmp, ignore_errors=True)
     runs = 2 * solutions * tests
     lines = [

@@ -20,6 +20,7 @@ veRL's reward loader shares one semaphore of that size between every call
 
 from __future__ import annotations
 
+import hashlib
 import importlib
 import json
 import sys
@@ -34,7 +35,7 @@ from typing import Any
 
 import yaml
 
-from .peer_code import peer_release
+from .peer_code_compat import peer_package
 
 __all__ = [
     "VERL_SHA256",
@@ -117,7 +118,10 @@ def _default_max_concurrent(root: Path) -> int:
 @contextmanager
 def verl_modules() -> Iterator[VerlSandboxFusion]:
     """veRL's modules in ``sys.modules`` for the duration (restored after)."""
-    root = peer_release("verl", VERL_VERSION, VERL_SHA256)
+    root = peer_package("verl", VERL_VERSION)
+    [wheel] = list((root / "wheel").glob("*.whl"))
+    got = hashlib.sha256(wheel.read_bytes()).hexdigest()
+    assert got == VERL_SHA256, f"{wheel.name}: sha256 {got}, pinned {VERL_SHA256}"
     saved = {k: v for k, v in sys.modules.items() if k == "verl" or k.startswith("verl.")}
     for name in saved:
         del sys.modules[name]
