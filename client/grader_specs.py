@@ -15,9 +15,9 @@ from typing import Any
 
 from pydantic import BaseModel
 
-__all__ = ["fill_grader", "parse_grader", "plain", "tests_from_value"]
+__all__ = ["fill_grader", "parse_grader", "plain", "tests_from_value", "tool_calls_from_value"]
 
-NEEDS_REFERENCE = frozenset({"math", "multiple_choice", "string_check", "prm_mc"})
+NEEDS_REFERENCE = frozenset({"math", "multiple_choice", "string_check", "prm_mc", "sql"})
 MAX_GRADER_DEPTH = 60
 """Deepest nesting of lists and objects a grader may have (``weighted`` in ``weighted`` ...)."""
 _TOO_DEEP = f"the grader nests lists and objects more than {MAX_GRADER_DEPTH} levels deep"
@@ -108,6 +108,22 @@ def tests_from_value(value: Any) -> list[dict[str, Any]] | None:
     return None
 
 
+def tool_calls_from_value(value: Any) -> list[dict[str, Any]] | None:
+    """Reference tool calls from a list of ``{"name", "arguments"}`` (or one such object), or
+    JSON text of either (xLAM's ``answers`` column is a JSON string)."""
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except json.JSONDecodeError:
+            return None
+    value = plain(value)
+    if isinstance(value, dict):
+        value = [value]
+    if isinstance(value, list) and all(isinstance(c, dict) and "name" in c for c in value):
+        return value
+    return None
+
+
 def fill_grader(
     grader: Mapping[str, Any], reference: Any = None, tests: Any = None
 ) -> dict[str, Any]:
@@ -118,6 +134,10 @@ def fill_grader(
         text = reference_text(reference)
         if text is not None:
             out["reference"] = text
+    elif kind == "tool_call" and out.get("reference") is None:  # xLAM's `answers` column
+        calls = tool_calls_from_value(reference)
+        if calls is not None:
+            out["reference"] = calls
     elif kind == "code" and out.get("tests") is None:
         found = tests_from_value(tests if tests is not None else reference)
         if found is not None:

@@ -27,6 +27,7 @@ from referee.services.grading import item_deadline, score_item
 from referee.services.group_grading import has_group_grader, resolve_group_leaves
 from referee.services.judge_grading import has_judge, require_judge, resolve_judge_leaves
 from referee.services.metrics import Metrics
+from referee.services.openai_graders import has_openai, lower
 from referee.services.prm_grading import has_prm, pool_check, require_policy, resolve_prm_leaves
 from referee.services.sandbox_executor import SandboxExecutor
 from referee.verifiers import CheckPool, TimedOut, WorkerFailed
@@ -131,8 +132,9 @@ async def _with_code(
         if isinstance(res, BaseException):
             log.error("code grading failed", exc_info=res)
             outcomes[i] = WorkerFailed(f"code grading failed: {type(res).__name__}")
-        elif res["type"] == "precomputed":
-            outcomes[i] = (float(res["score"]), dict(res["details"]))
+        elif res["type"] == "precomputed":  # a python grader's fault scores None
+            score = res["score"]
+            outcomes[i] = (None if score is None else float(score), dict(res["details"]))
         else:
             rest.append(i)
     if rest:
@@ -176,6 +178,8 @@ async def score_batch(
                 pool, inner, timeout_s, pass_threshold, None, sandbox, judge, judge_templates, prm
             ),
         )
+    if any(has_openai(g) for g in graders):  # OpenAI's multi/score_model/label_model objects
+        graders = [lower(g) for g in graders]
     if any(has_judge(g) for g in graders):
         graders = await resolve_judge_leaves(graders, items, require_judge(judge), judge_templates)
     if any(has_prm(g) for g in graders):
