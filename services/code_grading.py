@@ -198,10 +198,10 @@ async def resolve_code_leaves(
         backend = executor.require_backend()
         asked = RunLimits(time_s=grader.get("timeout_s", 10.0), memory_mb=grader.get("memory_mb"))
         limits = executor.limits(asked)  # capped by the server's REFEREE_SANDBOX_MAX_*
-        score, details = await executor.run_queued(
+        verdict: tuple[float | None, dict[str, Any]] = await executor.run_queued(
             grade_python, grader, response, backend, limits, executor.compile_limits()
         )
-        return {"type": "precomputed", "of": "python", "score": score, "details": details}
+        return {"type": "precomputed", "of": "python", "score": verdict[0], "details": verdict[1]}
     if grader["type"] == "weighted":
         parts = await asyncio.gather(
             *(resolve_code_leaves(p["grader"], response, executor) for p in grader["graders"])
