@@ -361,5 +361,5 @@ def grade_tool_calls(
     outcome = "correct" if all_exact else ("partial" if match > 0 else "wrong")
     reason = None if all_exact else "the calls differ from the reference (see matches)"
     return ToolCallResult(
-        round(score, 12), outcome, calls, matches, fmt, reason, round(match, 12), float(s_max)
+        score, outcome, calls, matches, fmt, reason, match, float(s_max)
     )
