@@ -26,7 +26,7 @@ Scoring (``scoring``):
   S_max = 1 + |reference calls| + Σ |reference arguments|.
 - ``toolrl``: ToolRL's reward as the paper defines it, R_format + R_correct in [-3, 4], with
   R_format = 1 when the calls could be read and R_correct = 6 · match / S_max - 3.
-(Qian et al., "ToolRL: Reward is All Tool Learning Needs", 2025, arXiv:2504.13958, section 3.)
+(Qian et al., "ToolRL: Reward is All Tool Learning Needs", 2025, arXiv:2504.13958.)
 """
 
 from __future__ import annotations
@@ -322,8 +322,7 @@ def grade_tool_calls(
     if not want:  # the right answer is not to call anything
         ok = not got
         score = 1.0 if ok else 0.0
-        if scoring == "toolrl":
-            score = 4.0 if ok else -2.0
+        # ToolRL gives no correctness term when no call is due: only the format's 1 or 0
         outcome = "correct" if ok else "wrong"
         return ToolCallResult(score, outcome, calls, [], fmt, None if ok else "no call expected")
     if not got:

@@ -108,6 +108,8 @@ CASES: list[tuple[str, list[dict[str, Any]], str, float]] = [
     # an empty reference: the right answer is not to call a tool
     ("It is sunny.", [], "exact", 1.0),
     (hermes(WEATHER), [], "exact", 0.0),
+    ("It is sunny.", [], "toolrl", 1.0),
+    (hermes(WEATHER), [], "toolrl", 0.0),
 ]
 
 
