@@ -359,6 +359,4 @@ def grade_tool_calls(
         score = 1.0 + 6.0 * match / s_max - 3.0
     outcome = "correct" if all_exact else ("partial" if match > 0 else "wrong")
     reason = None if all_exact else "the calls differ from the reference (see matches)"
-    return ToolCallResult(
-        score, outcome, calls, matches, fmt, reason, match, float(s_max)
-    )
+    return ToolCallResult(score, outcome, calls, matches, fmt, reason, match, float(s_max))
