@@ -151,7 +151,13 @@ def _formula(grader: dict[str, Any], response: str) -> tuple[float | None, dict[
     extra = {"openai": grader["openai"]} if grader.get("openai") else {}
     if missing:
         reason = "a grader has no score (see parts)"
-        return None, {"outcome": "incomplete", "of": of, "parts": breakdown, "reason": reason}
+        return None, {
+            "outcome": "incomplete",
+            "of": of,
+            "parts": breakdown,
+            "reason": reason,
+            **extra,
+        }
     try:
         total = evaluate(grader["formula"], scores)
     except ValueError as exc:

@@ -7,6 +7,7 @@ import json
 from typing import Any
 
 import httpx
+import pytest
 
 Server = Any
 
@@ -200,3 +201,23 @@ def test_model_graders_need_a_judge(server: Server) -> None:
     resp = post(server, [{"id": "x", "response": "hi", "grader": grader}])
     assert resp.status_code == 503, resp.text
     assert "judge" in resp.json()["detail"]
+
+
+def test_model_graders_are_judged(judge_server: Server) -> None:
+    """score_model and label_model in OpenAI's JSON, judged by the server's taught model
+    (tests/trained_judge.py): implicit rating 7 for the right answer and 3 for the wrong one,
+    (r - 1) / 9 scaled to the range [0, 10]; the label criterion met only by the right one."""
+    from trained_judge import OPENAI_GRADERS, QUESTION, RIGHT, WRONG
+
+    items = [
+        {"id": f"{kind}-{k}", "prompt": QUESTION, "response": response, "grader": grader}
+        for kind, grader in OPENAI_GRADERS.items()
+        for k, response in enumerate((RIGHT, WRONG))
+    ]
+    out = {r["id"]: r for r in rewards(judge_server, items)}
+    assert out["score_model-0"]["score"] == pytest.approx(10 * 6 / 9), out["score_model-0"]
+    assert out["score_model-1"]["score"] == pytest.approx(10 * 2 / 9)
+    assert [out[f"label_model-{k}"]["score"] for k in (0, 1)] == [1.0, 0.0]
+    details = out["score_model-0"]["details"]
+    assert details["outcome"] == "score_model" and details["parts"][0]["type"] == "rubric"
+    assert details["openai"] == {"name": "rater", "model": "gpt-4o-2024-08-06"}
