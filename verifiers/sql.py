@@ -146,7 +146,10 @@ _SETUP_DENIED = frozenset(
     if (code := getattr(sqlite3, name, None)) is not None
 )
 _CACHE_SIZE = 16
-_built: OrderedDict[str, sqlite3.Connection] = OrderedDict()
+_CACHE_BYTES = 64 * 1024 * 1024
+"""Built databases kept per process: at most this many, of at most this size together (they
+count against the process's SQLite heap limit, which every check's copy shares)."""
+_built: OrderedDict[str, tuple[sqlite3.Connection, int]] = OrderedDict()
 _heap_set = False
 
 
@@ -245,7 +248,7 @@ def _build(setup: str, limits: SQLLimits) -> sqlite3.Connection:
     key = hashlib.sha256(setup.encode()).hexdigest()
     if key in _built:
         _built.move_to_end(key)
-        return _built[key]
+        return _built[key][0]
     conn = _connect(limits)
     conn.set_authorizer(_setup_guard)
     _deadline(conn, limits.timeout_s)
@@ -256,9 +259,13 @@ def _build(setup: str, limits: SQLLimits) -> sqlite3.Connection:
         raise
     conn.set_progress_handler(None, 0)
     conn.set_authorizer(None)
-    _built[key] = conn
-    while len(_built) > _CACHE_SIZE:
-        _built.popitem(last=False)[1].close()
+    pages = conn.execute("PRAGMA page_count").fetchone()[0]
+    size = int(pages) * int(conn.execute("PRAGMA page_size").fetchone()[0])
+    _built[key] = (conn, size)
+    while len(_built) > 1 and (
+        len(_built) > _CACHE_SIZE or sum(n for _c, n in _built.values()) > _CACHE_BYTES
+    ):
+        _built.popitem(last=False)[1][0].close()
     return conn
 
 

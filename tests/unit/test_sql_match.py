@@ -197,3 +197,13 @@ def test_hostile_setup_is_refused_too(tmp_path: Path) -> None:
         result = sql_match("SELECT 1", setup, "SELECT 1", limits=LIMITS)
         assert (result.outcome, result.valid) == ("bad_reference", False), setup
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_rows_reference_fills_the_grader() -> None:
+    """A trainer's reference column (TRL's `solution`, veRL's ground_truth) becomes the query."""
+    from referee.client.grader_specs import fill_grader
+
+    filled = fill_grader({"type": "sql", "setup": SETUP}, "SELECT count(*) FROM singer")
+    assert filled["reference"] == "SELECT count(*) FROM singer"
+    kept = fill_grader({"type": "sql", "setup": SETUP, "reference": "SELECT 1"}, "SELECT 2")
+    assert kept["reference"] == "SELECT 1"
