@@ -153,3 +153,20 @@ def test_templates() -> None:
     assert render_template("{{item.a.b[1].c}} {{ item.n }}", row, "R") == "deep 3"
     assert render_template("{{sample.output_text}}", row, "R") == "R"
     assert render_template("{{item.missing}}", row, "R") == "{{item.missing}}"
+
+
+def test_hostile_formulas_end_as_errors_or_values() -> None:
+    with pytest.raises(ValidationError, match="does not parse"):
+        item(
+            {
+                "type": "multi",
+                "graders": {"a": {"type": "string_check", "reference": "x"}},
+                "calculate_output": "(" * 999 + "a" + ")" * 999,
+            }
+        )
+    try:  # deep unary chains: a value, or a clear error, never a crash
+        assert evaluate("-" * 1999 + "a", {"a": 1.0}) == -1.0
+    except ValueError as exc:
+        assert "deeply" in str(exc)
+    with pytest.raises(ValueError, match="not finite|cannot be computed|math error"):
+        evaluate("exp(a * 1000)", {"a": 1.0})
