@@ -225,3 +225,13 @@ def test_hostile_response_is_bounded() -> None:
     assert len(result.calls) == 64 and result.score < 1.0
     braces = "{" * 50_000
     assert grade_tool_calls(braces, [WEATHER]).outcome == "no_call"
+
+
+def test_registered_tool_call_grader_takes_each_items_calls() -> None:
+    from referee.services.named_graders import GraderRegistry
+
+    registry = GraderRegistry({"calls": {"type": "tool_call", "scoring": "partial"}})
+    expanded = registry.expand({"type": "named", "name": "calls", "reference": json.dumps([TIME])})
+    assert expanded["reference"] == [TIME]
+    with pytest.raises(ValueError, match="scoring"):
+        GraderRegistry({"bad": {"type": "tool_call", "scoring": "nope"}})
