@@ -6,23 +6,39 @@ runs ``grade`` with stdout redirected to stderr (so the grader's prints cannot p
 result) and writes one marked JSON line. Back here the value must be a number (not a bool) in
 [0, 1]; anything else (an exception, a timeout, a crash, no ``grade``, a string, 1.5, NaN) is
 a fault of the grader, not of the response: score ``None`` (the trainer skips the sample),
-``valid: false`` and the reason. :func:`grade_python` is blocking (a sandbox executor thread);
-``code_grading.resolve_code_leaves`` runs it for every ``python`` leaf.
+``valid: false`` and the reason. :func:`resolve_python_leaves` runs a batch's ``python``
+leaves before its code leaves, those that share a source together (:func:`grade_python_group`,
+blocking, on a sandbox executor thread: one prepared driver, a fresh process per item).
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
+import logging
 import math
 import secrets
+from collections import defaultdict
+from collections.abc import Sequence
 from typing import Any
 
-from referee.sandbox import Limits, RunStatus, SandboxBackend, run_program
+from referee.client.models import RunLimits
+from referee.sandbox import Limits, RunStatus, SandboxBackend, prepare
 from referee.sandbox.models import RunResult
+from referee.services.grader_tree import Path, leaves, replace
 from referee.services.remote_sandbox import RemoteSandbox
+from referee.services.sandbox_executor import SandboxExecutor
 from referee.verifiers.tool_calls import parse_tool_calls
 
-__all__ = ["driver_source", "grade_python", "sample_of"]
+log = logging.getLogger("referee.python_grader")
+
+__all__ = [
+    "driver_source",
+    "grade_python",
+    "grade_python_group",
+    "resolve_python_leaves",
+    "sample_of",
+]
 
 _DRIVER = """\
 import json as _json, sys as _sys
@@ -83,25 +99,14 @@ def _invalid(reason: str, **extra: Any) -> tuple[None, dict[str, Any]]:
     return None, {"outcome": "grader_error", "valid": False, "reason": reason, **extra}
 
 
-def _run(
-    driver: str, stdin: str, backend: SandboxBackend, limits: Limits, compile_limits: Limits
-) -> RunResult:
-    if isinstance(backend, RemoteSandbox):
-        return backend.run_once(driver, "python", stdin, limits, compile_limits)[1]
-    return run_program(driver, "python", backend, stdin, limits)
+def _payload(leaf: dict[str, Any], response: str) -> str:
+    return json.dumps({"sample": sample_of(response), "item": leaf.get("item") or {}})
 
 
-def grade_python(
-    grader: dict[str, Any],
-    response: str,
-    backend: SandboxBackend,
-    limits: Limits,
-    compile_limits: Limits,
+def _verdict(
+    run: RunResult, mark: str, grader: dict[str, Any], limits: Limits
 ) -> tuple[float | None, dict[str, Any]]:
-    """Run the grader's ``grade(sample, item)`` on the response in the sandbox."""
-    mark = f"@@referee-result-{secrets.token_hex(8)}@@"
-    payload = json.dumps({"sample": sample_of(response), "item": grader.get("item") or {}})
-    run = _run(driver_source(grader["source"], mark), payload, backend, limits, compile_limits)
+    """What one run of the driver means: the grader's number, or why there is none."""
     info: dict[str, Any] = {"wall_time_s": round(run.wall_time_s, 4)}
     if grader.get("name"):
         info["name"] = grader["name"]
@@ -137,3 +142,87 @@ def grade_python(
     if threshold is not None:
         details["passed"] = value >= threshold
     return float(value), details
+
+
+def grade_python(
+    grader: dict[str, Any],
+    response: str,
+    backend: SandboxBackend,
+    limits: Limits,
+    compile_limits: Limits,
+) -> tuple[float | None, dict[str, Any]]:
+    """Run the grader's ``grade(sample, item)`` on one response in the sandbox."""
+    return grade_python_group([(grader, response)], backend, limits, compile_limits)[0]
+
+
+def grade_python_group(
+    members: Sequence[tuple[dict[str, Any], str]],
+    backend: SandboxBackend,
+    limits: Limits,
+    compile_limits: Limits,
+) -> list[tuple[float | None, dict[str, Any]]]:
+    """Several responses graded by one source (each ``(leaf, response)``; the leaves differ
+    only in their ``item``): the driver is prepared once and each response runs in a process of
+    its own, inside one sandbox where the backend can (``ProgramSession``)."""
+    mark = f"@@referee-result-{secrets.token_hex(8)}@@"
+    source = members[0][0]["source"]
+    driver = driver_source(source, mark)
+    if isinstance(backend, RemoteSandbox):
+        return [
+            _verdict(
+                backend.run_once(driver, "python", _payload(leaf, r), limits, compile_limits)[1],
+                mark,
+                leaf,
+                limits,
+            )
+            for leaf, r in members
+        ]
+    with prepare(driver, "python", backend) as program, program.session() as session:
+        return [
+            _verdict(session.run(_payload(leaf, r), limits), mark, leaf, limits)
+            for leaf, r in members
+        ]
+
+
+_GROUP_SIZE = 32
+"""Responses per sandbox job: large enough to share a sandbox, small enough to use every slot."""
+
+
+async def resolve_python_leaves(
+    graders: list[dict[str, Any]], responses: Sequence[str], executor: SandboxExecutor
+) -> list[dict[str, Any]]:
+    """``graders`` with every ``python`` leaf replaced by its ``precomputed`` verdict; leaves
+    with the same source and limits run together, ``_GROUP_SIZE`` to a sandbox job."""
+    groups: dict[str, list[tuple[int, Path, dict[str, Any]]]] = defaultdict(list)
+    for i, grader in enumerate(graders):
+        for path, leaf in leaves(grader, {"python"}):
+            key = json.dumps([leaf["source"], leaf.get("timeout_s"), leaf.get("memory_mb")])
+            groups[key].append((i, path, leaf))
+    backend = executor.require_backend()
+    chunks = [
+        members[k : k + _GROUP_SIZE]
+        for members in groups.values()
+        for k in range(0, len(members), _GROUP_SIZE)
+    ]
+
+    async def run(chunk: list[tuple[int, Path, dict[str, Any]]]) -> list[Any]:
+        first = chunk[0][2]
+        asked = RunLimits(time_s=first.get("timeout_s", 10.0), memory_mb=first.get("memory_mb"))
+        limits = executor.limits(asked)  # capped by the server's REFEREE_SANDBOX_MAX_*
+        pairs = [(leaf, responses[i]) for i, _path, leaf in chunk]
+        try:
+            out: list[Any] = await executor.run_queued(
+                grade_python_group, pairs, backend, limits, executor.compile_limits()
+            )
+        except Exception as exc:  # the sandbox failed these items, not the batch
+            log.error("python grader run failed", exc_info=exc)
+            return [_invalid(f"the sandbox failed: {type(exc).__name__}") for _ in chunk]
+        return out
+
+    verdicts = await asyncio.gather(*(run(c) for c in chunks))
+    resolved = list(graders)
+    for chunk, results in zip(chunks, verdicts, strict=True):
+        for (i, path, _leaf), (score, details) in zip(chunk, results, strict=True):
+            node = {"type": "precomputed", "of": "python", "score": score, "details": details}
+            resolved[i] = replace(resolved[i], path, node)
+    return resolved

@@ -23,12 +23,14 @@ from referee.client.models import GroupStats, RewardItem, RewardResult, RewardsR
 from referee.genrm.backend import LLMBackend
 from referee.genrm.prm import RolloutCache
 from referee.services.code_grading import has_code, resolve_code_leaves
+from referee.services.grader_tree import has_type
 from referee.services.grading import item_deadline, score_item
 from referee.services.group_grading import has_group_grader, resolve_group_leaves
 from referee.services.judge_grading import has_judge, require_judge, resolve_judge_leaves
 from referee.services.metrics import Metrics
 from referee.services.openai_graders import has_openai, lower
 from referee.services.prm_grading import has_prm, pool_check, require_policy, resolve_prm_leaves
+from referee.services.python_grading import resolve_python_leaves
 from referee.services.sandbox_executor import SandboxExecutor
 from referee.verifiers import CheckPool, TimedOut, WorkerFailed
 
@@ -194,6 +196,8 @@ async def score_batch(
             progress=prm.progress,
             propagate_errors=prm.propagate_errors,
         )
+    if sandbox is not None and any(has_type(g, {"python"}) for g in graders):
+        graders = await resolve_python_leaves(graders, responses, sandbox)
     code = [i for i, g in enumerate(graders) if has_code(g)]
     if code:
         if sandbox is None:

@@ -221,3 +221,27 @@ def test_model_graders_are_judged(judge_server: Server) -> None:
     details = out["score_model-0"]["details"]
     assert details["outcome"] == "score_model" and details["parts"][0]["type"] == "rubric"
     assert details["openai"] == {"name": "rater", "model": "gpt-4o-2024-08-06"}
+
+
+COUNTER = """
+calls = []
+def grade(sample, item):
+    calls.append(1)  # a fresh process per item: never more than one
+    return 1.0 if len(calls) == 1 and sample["output_text"] == item["answer"] else 0.0
+"""
+
+
+def test_python_items_sharing_a_source_run_apart(server: Server) -> None:
+    """Many items of one grader source share a sandbox job; each runs in a process of its own
+    with its own row."""
+    items = [
+        {
+            "id": str(k),
+            "response": str(k % 3),
+            "grader": {"type": "python", "source": COUNTER, "item": {"answer": str(k % 3)}},
+        }
+        for k in range(40)
+    ]
+    items[5]["response"] = "wrong"
+    out = rewards(server, items)
+    assert [r["score"] for r in out] == [0.0 if k == 5 else 1.0 for k in range(40)]
