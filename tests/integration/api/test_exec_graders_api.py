@@ -245,3 +245,20 @@ def test_python_items_sharing_a_source_run_apart(server: Server) -> None:
     items[5]["response"] = "wrong"
     out = rewards(server, items)
     assert [r["score"] for r in out] == [0.0 if k == 5 else 1.0 for k in range(40)]
+
+
+def test_tool_call_through_openrlhfs_route(server: Server) -> None:
+    """OpenRLHF's remote reward route: labels as xLAM-style JSON strings, queries with the
+    prompt and the chat template's end token, as OpenRLHF sends them."""
+    prompt = "<|im_start|>user\nWeather in Paris?<|im_end|>\n<|im_start|>assistant\n"
+    right = '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n</tool_call>'
+    wrong = '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Rome"}}\n</tool_call>'
+    label = json.dumps([{"name": "get_weather", "arguments": {"city": "Paris"}}])
+    body = {
+        "query": [prompt + right + "<|im_end|>", prompt + wrong + "<|im_end|>"],
+        "prompts": [prompt, prompt],
+        "labels": [label, label],
+    }
+    resp = httpx.post(server.url + "/openrlhf/reward/tool_call", json=body, timeout=60)
+    assert resp.status_code == 200, resp.text
+    assert resp.json()["rewards"] == [1.0, 0.0]
