@@ -25,6 +25,7 @@ they compare as lists (``ordered`` overrides). A setup or reference that fails i
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import re
 import sqlite3
@@ -116,6 +117,7 @@ def extract_sql(response: str) -> str | None:
 _STRINGS_AND_COMMENTS = re.compile(r"'(?:[^']|'')*'|\"(?:[^\"]|\"\")*\"|--[^\n]*|/\*.*?\*/", re.S)
 
 
+@functools.lru_cache(maxsize=128)
 def has_order_by(query: str) -> bool:
     """Whether the query's outermost SELECT has an ORDER BY (not one inside parentheses: a
     sub-query's order does not order the result)."""
@@ -243,9 +245,14 @@ def _connect(limits: SQLLimits) -> sqlite3.Connection:
     return conn
 
 
+@functools.lru_cache(maxsize=16)
+def _digest(setup: str) -> str:
+    return hashlib.sha256(setup.encode()).hexdigest()
+
+
 def _build(setup: str, limits: SQLLimits) -> sqlite3.Connection:
     """The database ``setup`` builds, kept per process (a copy is made for each check)."""
-    key = hashlib.sha256(setup.encode()).hexdigest()
+    key = _digest(setup)
     if key in _built:
         _built.move_to_end(key)
         return _built[key][0]
@@ -350,7 +357,7 @@ def _reference_rows(
     source: sqlite3.Connection, setup: str, reference: str, limits: SQLLimits, digits: int
 ) -> _Run:
     """The reference's result, kept per process (the database it reads never changes)."""
-    key = (hashlib.sha256(setup.encode()).hexdigest(), reference, digits)
+    key = (_digest(setup), reference, digits)
     if key in _references:
         _references.move_to_end(key)
         return _references[key]
