@@ -52,6 +52,9 @@ __all__ = [
 
 TOOL_CALL_OUTCOMES: Final = ("correct", "partial", "wrong", "no_call", "bad_reference")
 MAX_CALLS = 64
+_SCAN_BUDGET = 4_000_000
+"""Characters the search for a JSON object in prose may read in all (each failed attempt reads
+up to where it failed), so a response full of unclosed brackets costs linear time."""
 _EXHAUSTIVE = 7  # best assignment by trying every one up to this many calls; greedy beyond
 Scoring = Literal["exact", "partial", "toolrl"]
 
@@ -154,15 +157,19 @@ def _loads(text: str) -> Any:
 def _embedded_json(text: str) -> list[ToolCall] | None:
     """The first JSON object or list in the text that holds calls."""
     decoder = json.JSONDecoder()
-    tries = 0
+    tries, budget = 0, _SCAN_BUDGET
     for m in re.finditer(r"[\[{]", text):
         tries += 1
-        if tries > 200:
+        if tries > 200 or budget <= 0:
             break
         try:
-            value, _end = decoder.raw_decode(text, m.start())
-        except (json.JSONDecodeError, RecursionError):
+            value, end = decoder.raw_decode(text, m.start())
+        except json.JSONDecodeError as exc:
+            budget -= max(1, exc.pos - m.start())  # how far the failed attempt read
             continue
+        except RecursionError:
+            continue
+        budget -= end - m.start()
         calls = _calls_from_json(value)
         if calls is not None:
             return calls

@@ -225,6 +225,9 @@ def test_hostile_response_is_bounded() -> None:
     assert len(result.calls) == 64 and result.score < 1.0
     braces = "{" * 50_000
     assert grade_tool_calls(braces, [WEATHER]).outcome == "no_call"
+    # unclosed objects, each read far before it fails: the scan's budget stops the search
+    unclosed = "".join('{"x": [' + "1," * 5000 for _ in range(400))
+    assert grade_tool_calls(unclosed, [WEATHER]).outcome == "no_call"
 
 
 def test_registered_tool_call_grader_takes_each_items_calls() -> None:
