@@ -35,6 +35,8 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, Final
 
+from referee.verifiers.fences import fenced_blocks
+
 __all__ = [
     "SQL_OUTCOMES",
     "SQLLimits",
@@ -97,7 +99,6 @@ class SQLResult:
 
 # --- extraction ---------------------------------------------------------------------------
 
-_FENCE = re.compile(r"```[ \t]*([A-Za-z0-9_+-]*)[^\n]*\n(.*?)```", re.DOTALL)
 _THINK_END = "</think>"
 
 
@@ -105,12 +106,18 @@ def extract_sql(response: str) -> str | None:
     """The query of a response: the last fenced ``sql`` block, else the last fenced block, else
     the text after ``</think>`` (or the whole text) when it reads as one statement."""
     text = response.rsplit(_THINK_END, 1)[-1]
-    blocks = _FENCE.findall(text)
-    sql_blocks = [body for lang, body in blocks if lang.lower() in ("sql", "sqlite")]
+    blocks = fenced_blocks(text)
+    sql_blocks = [body for lang, body in blocks if lang in ("sql", "sqlite")]
     chosen = sql_blocks[-1] if sql_blocks else (blocks[-1][1] if blocks else None)
     if chosen is None:
         chosen = text
-    query = chosen.strip().rstrip(";").strip()
+    query = chosen.strip()
+    if query.startswith("`"):  # inline: `SELECT 1` or ```sql SELECT 1```
+        query = query.strip("`").strip()
+        first, _, rest = query.partition(" ")
+        if first.lower() in ("sql", "sqlite") and rest:
+            query = rest.strip()
+    query = query.rstrip(";").strip()
     return query or None
 
 

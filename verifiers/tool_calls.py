@@ -40,6 +40,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
+from referee.verifiers.fences import fenced_blocks
+
 __all__ = [
     "TOOL_CALL_OUTCOMES",
     "ToolCall",
@@ -95,9 +97,6 @@ class ToolCallResult:
 
 
 # --- reading calls ------------------------------------------------------------------------
-
-_HERMES = re.compile(r"<tool_call>\s*(.*?)\s*(?:</tool_call>|$)", re.DOTALL)
-_FENCE = re.compile(r"```[ \t]*(?:json|tool_call|tool_calls)?[^\n]*\n(.*?)```", re.DOTALL)
 
 
 def _arguments(raw: Any) -> dict[str, Any] | None:
@@ -194,12 +193,13 @@ def parse_tool_calls(response: str) -> tuple[list[ToolCall], str | None]:
             return calls[:MAX_CALLS], "openai" if _openai_shaped(whole) else "json"
     if "<tool_call>" in text:
         calls = []
-        for body in _HERMES.findall(text):
+        for part in text.split("<tool_call>")[1:]:  # an unclosed last block counts
+            body = part.split("</tool_call>", 1)[0].strip()
             found = _calls_from_json(_loads(body))
             calls.extend(found or [])
         if calls:
             return calls[:MAX_CALLS], "hermes"
-    for body in _FENCE.findall(text):
+    for _language, body in fenced_blocks(text):
         found = _calls_from_json(_loads(body.strip()))
         if found:
             return found[:MAX_CALLS], "json"

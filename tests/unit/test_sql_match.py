@@ -114,9 +114,20 @@ def test_extraction() -> None:
     assert extract_sql("```sql\nSELECT 1;\n```\nor\n```sql\nSELECT 2;\n```") == "SELECT 2"
     assert extract_sql("```\nSELECT 3\n```") == "SELECT 3"
     assert extract_sql("<think>```sql\nSELECT 9\n```</think>SELECT 4;") == "SELECT 4"
+    assert extract_sql("```sql SELECT 5; ```") == "SELECT 5"
+    assert extract_sql("`SELECT 6`") == "SELECT 6"
+    assert extract_sql("   ```sql\nSELECT 7\n   ```\n") == "SELECT 7"
     assert has_order_by("SELECT a FROM t ORDER BY a")
     assert not has_order_by("SELECT a FROM (SELECT a FROM t ORDER BY a)")
     assert not has_order_by("SELECT 'order by' FROM t -- order by\n")
+
+
+def test_unclosed_fences_cost_linear_time() -> None:
+    """Thousands of fences that never close (a regex with a lazy body re-scans the rest of the
+    text from each): read in one pass, and what is left is the query."""
+    for text in ("```x\n" * 50_000, "```" * 100_000, "~~~\n" * 50_000):
+        result = sql_match(text, SETUP, "SELECT 1")
+        assert result.outcome in ("sql_error", "no_answer"), result.outcome
 
 
 def test_each_check_sees_a_fresh_copy() -> None:
