@@ -236,7 +236,7 @@ async def score_batch(
     if metrics is not None:
         for g, res in zip(graders, results, strict=True):
             outcome = str(res.details.get("outcome", "unknown"))
-            metrics.items.labels(g["type"], outcome).inc()
+            metrics.items.labels(g.get("of", g["type"]), outcome).inc()  # multi: its own
             if outcome == "timeout":
                 metrics.check_timeouts.inc()
     return RewardsResponse(
