@@ -189,3 +189,26 @@ def test_unreachable_server_raises_or_gives_none() -> None:
 def test_bad_options() -> None:
     with pytest.raises(ValueError, match="failures"):
         reward_function("http://x", failures="drop")  # type: ignore[arg-type]
+
+
+def test_sql_and_tool_call_graders_through_trl(server: Server) -> None:
+    """Text-to-SQL and tool-call rows as TRL hands them over: the reference query or the
+    xLAM-style calls in the `answer` column, the grader given once."""
+    setup = "CREATE TABLE t(x INT); INSERT INTO t VALUES (1), (2), (3);"
+    sql_rows = [{"prompt": "How many rows?", "answer": "SELECT count(*) FROM t"}]
+    sql = reward_function(server.url, {"type": "sql", "setup": setup})
+    with trl_call(sql) as call:
+        out = call(sql_rows, ["```sql\nSELECT COUNT(x) FROM t\n```", "SELECT 2"], 2)
+    assert out[:, 0].tolist() == [1.0, 0.0]
+
+    calls = '[{"name": "add", "arguments": {"a": 1, "b": 2}}]'
+    tool_rows = [{"prompt": "Add 1 and 2 with the tool.", "answer": calls}]
+    tool = reward_function(server.url, {"type": "tool_call", "scoring": "partial"})
+    responses = [
+        '<tool_call>\n{"name": "add", "arguments": {"a": 1.0, "b": 2}}\n</tool_call>',
+        '<tool_call>\n{"name": "add", "arguments": {"a": 1, "b": 3}}\n</tool_call>',
+    ]
+    with trl_call(tool) as call:
+        out = call(tool_rows, responses, 2)
+    # the second: name 1, parameter names 1, one of two values -> 3 / (1 + 1 + 2)
+    assert out[:, 0].tolist() == [1.0, 0.75]
