@@ -15,7 +15,14 @@ from typing import Any
 
 from pydantic import BaseModel
 
-__all__ = ["fill_grader", "parse_grader", "plain", "tests_from_value", "tool_calls_from_value"]
+__all__ = [
+    "fill_grader",
+    "fill_item",
+    "parse_grader",
+    "plain",
+    "tests_from_value",
+    "tool_calls_from_value",
+]
 
 NEEDS_REFERENCE = frozenset({"math", "multiple_choice", "string_check", "prm_mc", "sql"})
 MAX_GRADER_DEPTH = 60
@@ -122,6 +129,27 @@ def tool_calls_from_value(value: Any) -> list[dict[str, Any]] | None:
     if isinstance(value, list) and all(isinstance(c, dict) and "name" in c for c in value):
         return value
     return None
+
+
+def fill_item(grader: Mapping[str, Any], row: Mapping[str, Any]) -> dict[str, Any]:
+    """``grader`` with the dataset row as the ``item`` of each ``python`` grader that has none
+    (OpenAI's python graders read the row as ``item``), in ``weighted`` and ``multi`` too."""
+    out = dict(grader)
+    kind = out.get("type")
+    if kind == "python" and not out.get("item"):
+        out["item"] = {k: v for k, v in plain(dict(row)).items() if k != "grader"}
+    elif kind == "weighted":
+        out["graders"] = [
+            {**p, "grader": fill_item(p["grader"], row)}
+            if isinstance(p, Mapping) and isinstance(p.get("grader"), Mapping)
+            else p
+            for p in out.get("graders", [])
+        ]
+    elif kind == "multi" and isinstance(out.get("graders"), Mapping):
+        out["graders"] = {
+            n: fill_item(g, row) if isinstance(g, Mapping) else g for n, g in out["graders"].items()
+        }
+    return out
 
 
 def fill_grader(

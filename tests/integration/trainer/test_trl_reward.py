@@ -212,3 +212,16 @@ def test_sql_and_tool_call_graders_through_trl(server: Server) -> None:
         out = call(tool_rows, responses, 2)
     # the second: name 1, parameter names 1, one of two values -> 3 / (1 + 1 + 2)
     assert out[:, 0].tolist() == [1.0, 0.75]
+
+
+def test_python_grader_reads_the_row_as_item(server: Server) -> None:
+    """OpenAI's python grader through TRL: `item` is the dataset row (its columns)."""
+    source = (
+        "def grade(sample, item):\n"
+        "    return 1.0 if sample['output_text'].strip() == item['answer'] else 0.0\n"
+    )
+    reward = reward_function(server.url, {"type": "python", "source": source})
+    rows = [{"prompt": "6 x 7?", "answer": "42"}, {"prompt": "2 + 2?", "answer": "4"}]
+    with trl_call(reward) as call:
+        out = call(rows, ["42", "41", "4", "5"], 2)
+    assert out[:, 0].tolist() == [1.0, 0.0, 1.0, 0.0]
