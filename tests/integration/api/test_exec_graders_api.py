@@ -137,6 +137,11 @@ def test_python_grader_in_the_sandbox(server: Server) -> None:
             python_item("missing", "def score(s, i):\n    return 1.0\n"),
             python_item("slow", "def grade(s, i):\n    while True:\n        pass\n", timeout_s=1),
             python_item(
+                "memory",
+                "def grade(s, i):\n    x = bytearray(1 << 31)\n    return 1.0\n",
+                memory_mb=128,
+            ),
+            python_item(
                 "network",
                 "import socket\ndef grade(s, i):\n"
                 "    socket.create_connection(('1.1.1.1', 53), timeout=2)\n    return 1.0\n",
@@ -161,6 +166,7 @@ def test_python_grader_in_the_sandbox(server: Server) -> None:
         "bool": "not a number",
         "missing": "no grade(sample, item)",
         "slow": "did not finish",
+        "memory": "memory",
         "network": "raised",
     }
     for name, words in reasons.items():
