@@ -46,6 +46,7 @@ bench: $(STAMP)
 	$(PY) -m bench.judge
 	$(PY) -m bench.environments
 	$(PY) -m bench.trainer
+	$(PY) -m bench.verifiers
 	$(PY) -m bench.verifiers_exec
 
 clean:

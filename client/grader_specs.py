@@ -18,13 +18,16 @@ from pydantic import BaseModel
 __all__ = [
     "fill_grader",
     "fill_item",
+    "instructions_from_value",
     "parse_grader",
     "plain",
     "tests_from_value",
     "tool_calls_from_value",
 ]
 
-NEEDS_REFERENCE = frozenset({"math", "multiple_choice", "string_check", "prm_mc", "sql"})
+NEEDS_REFERENCE = frozenset(
+    {"math", "multiple_choice", "string_check", "prm_mc", "text_similarity", "sql"}
+)
 MAX_GRADER_DEPTH = 60
 """Deepest nesting of lists and objects a grader may have (``weighted`` in ``weighted`` ...)."""
 _TOO_DEEP = f"the grader nests lists and objects more than {MAX_GRADER_DEPTH} levels deep"
@@ -115,6 +118,37 @@ def tests_from_value(value: Any) -> list[dict[str, Any]] | None:
     return None
 
 
+def instructions_from_value(value: Any) -> dict[str, Any]:
+    """An ``instruction_following`` grader's instructions from a row's reference column: an
+    IFEval row (``{"instruction_id_list", "kwargs"}``), ``{"instructions": [...]}`` or a list of
+    ``{"id", "kwargs"}``, or JSON text of one of these. Nothing usable: ``{}`` (the grader is then
+    refused for having no instructions)."""
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except (json.JSONDecodeError, RecursionError):
+            return {}
+    value = plain(value)
+    if isinstance(value, list) and all(isinstance(v, dict) and "id" in v for v in value):
+        return {"instructions": value}
+    if isinstance(value, dict):
+        if "instruction_id_list" in value:
+            return {k: value[k] for k in ("instruction_id_list", "kwargs") if k in value}
+        if "instructions" in value:
+            return {"instructions": value["instructions"]}
+    return {}
+
+
+def _no_reference(value: Any) -> bool:
+    """No reference yet: none, or an OpenAI ``{{item.field}}`` template (the row's reference)."""
+    return value is None or (
+        isinstance(value, str)
+        and value.strip().startswith("{{")
+        and value.strip().endswith("}}")
+        and value.strip()[2:].lstrip().startswith("item.")
+    )
+
+
 def tool_calls_from_value(value: Any) -> list[dict[str, Any]] | None:
     """Reference tool calls from a list of ``{"name", "arguments"}`` (or one such object), or
     JSON text of either (xLAM's ``answers`` column is a JSON string)."""
@@ -158,7 +192,7 @@ def fill_grader(
     """``grader`` with the row's reference (and tests) filled in where it needs them."""
     out = dict(grader)
     kind = out.get("type")
-    if kind in NEEDS_REFERENCE | MAY_TAKE_REFERENCE and out.get("reference") is None:
+    if kind in NEEDS_REFERENCE | MAY_TAKE_REFERENCE and _no_reference(out.get("reference")):
         text = reference_text(reference)
         if text is not None:
             out["reference"] = text
@@ -177,6 +211,10 @@ def fill_grader(
         found = tests_from_value(tests) if tests is not None else None
         if out.get("tests") is None and found is not None:
             out["tests"] = found
+    elif kind == "instruction_following" and not (
+        "instructions" in out or "instruction_id_list" in out
+    ):
+        out.update(instructions_from_value(reference))
     elif kind == "weighted":
         out["graders"] = [
             {**p, "grader": fill_grader(p["grader"], reference, tests)}
@@ -186,4 +224,9 @@ def fill_grader(
         ]
     elif kind == "length_penalty" and isinstance(out.get("grader"), Mapping):
         out["grader"] = fill_grader(out["grader"], reference, tests)
+    elif kind == "multi" and isinstance(out.get("graders"), Mapping):  # OpenAI's multi
+        out["graders"] = {
+            n: fill_grader(g, reference, tests) if isinstance(g, Mapping) else g
+            for n, g in out["graders"].items()
+        }
     return out

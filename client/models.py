@@ -7,6 +7,7 @@ generated from them) and the SDK returns them. This module imports only pydantic
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -38,8 +39,17 @@ from referee.client.exec_grader_models import (
     ToolCallSpec,
     check_formula,
 )
+from referee.client.text_grader_models import (
+    SAMPLE_TEMPLATE,
+    Instruction,
+    InstructionFollowingGrader,
+    TextSimilarityGrader,
+    check_openai_input,
+    check_reference_text,
+)
 
 __all__ = [
+    "INVALID_OUTCOMES",
     "AssertTestSpec",
     "CodeGradeRequest",
     "CodeGradeResponse",
@@ -52,6 +62,8 @@ __all__ = [
     "Grader",
     "GradersResponse",
     "GroupStats",
+    "Instruction",
+    "InstructionFollowingGrader",
     "JudgeRequest",
     "JudgeResponse",
     "JudgeResult",
@@ -86,10 +98,12 @@ __all__ = [
     "ScoreModelGrader",
     "StdioTestSpec",
     "StringCheckGrader",
+    "TextSimilarityGrader",
     "ToolCallGrader",
     "ToolCallSpec",
     "WeightedGrader",
     "WeightedPart",
+    "reward_is_valid",
 ]
 
 
@@ -158,11 +172,25 @@ class MultipleChoiceGrader(_Model):
 
 
 class StringCheckGrader(_Model):
-    """String comparison: eq, ne, like (substring), ilike (case-insensitive substring)."""
+    """String comparison: eq, ne, like (substring), ilike (case-insensitive substring). OpenAI's
+    `string_check` object is accepted as it is (`name`, `input: "{{sample.output_text}}"`)."""
 
     type: Literal["string_check"] = "string_check"
     reference: str = Field(..., max_length=100_000)
     operation: Literal["eq", "ne", "like", "ilike"] = "eq"
+    # OpenAI's grader object fields (text_grader_models): accepted, the input checked
+    name: str | None = Field(None, max_length=256, description="OpenAI's grader name (unused).")
+    input: str | None = Field(None, max_length=256, description=f"OpenAI's {SAMPLE_TEMPLATE!r}.")
+
+    @field_validator("input")
+    @classmethod
+    def _input_is_the_response(cls, value: str | None) -> str | None:
+        return check_openai_input(value)
+
+    @field_validator("reference")
+    @classmethod
+    def _reference_is_text(cls, value: str) -> str:
+        return check_reference_text(value)
 
 
 _FORMAT_PATTERNS = ("think_answer", "answer_tag", "boxed", "think")
@@ -410,6 +438,9 @@ Grader = Annotated[
     | MajorityVoteGrader
     | LengthPenaltyGrader
     | WeightedGrader
+    # text graders (issue 19): IFEval instructions, OpenAI's text similarity
+    | InstructionFollowingGrader
+    | TextSimilarityGrader
     # sql, tool_call, python, OpenAI's objects
     | SQLGrader
     | ToolCallGrader
@@ -453,6 +484,42 @@ class RewardsRequest(_Model):
     )
 
 
+INVALID_OUTCOMES = frozenset(
+    {
+        "timeout",
+        "error",
+        "judge_error",
+        "invalid",
+        "bad_reference",
+        "sandbox_error",
+        "language_unavailable",
+        "group_too_small",
+        "grader_error",  # a python grader or a multi formula failed, not the response
+    }
+)
+"""Outcomes that are referee's failure (or the data's), not the model's: such a reward is not
+``valid`` and a trainer should mask the sample instead of learning from its 0."""
+
+
+def reward_is_valid(score: float | None, details: Mapping[str, Any]) -> bool:
+    """False when the score says nothing about the response: no score, an outcome of
+    :data:`INVALID_OUTCOMES`, or such an outcome in a part of a weighted grader or in a
+    program's test (a sandbox fault on one test)."""
+    if score is None or details.get("outcome") in INVALID_OUTCOMES:
+        return False
+    parts = details.get("parts")
+    if isinstance(parts, list):
+        for part in parts:
+            if isinstance(part, dict) and not reward_is_valid(part.get("score", 0.0), part):
+                return False
+    tests = details.get("tests")
+    if isinstance(tests, list):
+        if any(isinstance(t, dict) and t.get("outcome") == "sandbox_error" for t in tests):
+            return False
+    inner = details.get("inner")  # length_penalty: the inner grader's details
+    return not (isinstance(inner, dict) and inner.get("outcome") in INVALID_OUTCOMES)
+
+
 class RewardResult(_Model):
     id: str
     score: float | None = Field(
@@ -460,16 +527,34 @@ class RewardResult(_Model):
         description="None when a model judge's verdict could not be read or the judge failed: "
         "the trainer should skip the sample (TRL's convention).",
     )
+    valid: bool = Field(
+        True,
+        description="False when referee, not the model, failed: a timeout, a worker or sandbox "
+        "error, an unreadable judge verdict, a bad reference, a group grader without its group. "
+        "The score (0 or None) then says nothing about the response: mask the sample. Filled "
+        "from score and details when not given.",
+    )
     details: dict[str, Any] = Field(
         default_factory=dict,
         description="outcome, reason and what the grader read (extracted answer, method, ...); "
-        "a per-item failure has outcome `timeout` or `error` and a score of 0.",
+        "a per-item failure has outcome `timeout` or `error`, a score of 0 and `valid` false.",
     )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _fill_valid(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "valid" not in data:
+            details = data.get("details") or {}
+            score = data.get("score")
+            if isinstance(details, Mapping):
+                return {**data, "valid": reward_is_valid(score, details)}
+        return data
 
 
 class GroupStats(_Model):
     group: str
-    n: int
+    n: int = Field(..., description="The group's valid rewards, which the statistics count.")
+    invalid: int = Field(0, description="The group's rewards left out as not `valid`.")
     mean: float
     std: float
     pass_rate: float

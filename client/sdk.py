@@ -154,7 +154,7 @@ def _merge(items: list[RewardItem], parts: list[Sent], elapsed_ms: float) -> Rew
             by_position[position[id(item)]] = result
         groups.extend(part.groups)
     rewards = [by_position[i] for i in range(len(items))]
-    scored = [r.score for r in rewards if r.score is not None]
+    scored = [r.score for r in rewards if r.score is not None and r.valid]
     mean = sum(scored) / len(scored) if scored else 0.0
     return RewardsResponse(rewards=rewards, groups=groups, mean=mean, elapsed_ms=elapsed_ms)
 

@@ -138,7 +138,7 @@ def _rewards(args: argparse.Namespace) -> int:
         out.write(res.model_dump_json() + "\n")
     if out is not sys.stdout:
         out.close()
-    scored = [r.score for r in results if r.score is not None]
+    scored = [r.score for r in results if r.score is not None and r.valid]
     mean = sum(scored) / len(scored) if scored else 0.0
     print(f"{len(results)} scored, mean {mean:.4f}; {len(bad)} invalid lines", file=sys.stderr)
     for res in bad[:5]:

@@ -273,7 +273,7 @@ def _procedural_scores(
     procedural parts of a ``weighted`` grader (e.g. with a format bonus), each passed when its
     own score is 1."""
     grader = item.grader
-    if res.score is None or res.details.get("outcome") in ("error", "timeout"):
+    if res.score is None or not res.valid:  # referee failed: nothing learnt of the task
         return []
     if grader.type == "procedural":
         return [(grader.task, grader.level, res.score, res.score >= pass_threshold)]

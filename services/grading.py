@@ -63,6 +63,29 @@ def score_item(grader: dict[str, Any], response: str) -> tuple[float | None, dic
     if kind == "format":
         result = check_format(response, grader.get("pattern", "think_answer"))
         return result.score, _details(result.to_dict())
+    # text graders (issue 19): IFEval instructions, OpenAI's text similarity
+    if kind == "instruction_following":
+        from referee.verifiers.instructions import check_instructions
+
+        followed = check_instructions(
+            response,
+            grader["instructions"],
+            mode=grader.get("mode", "strict"),
+            aggregate=grader.get("aggregate", "fraction"),
+        )
+        return followed.score, followed.to_dict()
+    if kind == "text_similarity":
+        from referee.verifiers.text_similarity import similarity
+
+        sim = similarity(
+            response,
+            grader["reference"],
+            grader.get("evaluation_metric", "fuzzy_match"),
+            grader.get("pass_threshold"),
+            binary=grader.get("binary", False),
+        )
+        return sim.score, sim.to_dict()
+    # sql and tool_call (issue 19)
     if kind == "sql":
         from referee.verifiers.sql import SQLLimits, sql_match
 
@@ -179,10 +202,15 @@ def count_math_leaves(grader: dict[str, Any]) -> int:
     return 1 if grader["type"] == "math" else 0
 
 
+_IMPORTING = frozenset({"procedural", "instruction_following", "text_similarity"})
+"""Leaves whose worker imports a library on its first check (reasoning-gym; nltk, langdetect and
+its language profiles, sacreBLEU, rouge-score: about 2 s together)."""
+
+
 def _has_procedural(grader: dict[str, Any]) -> bool:
     if grader["type"] == "weighted":
         return any(_has_procedural(p["grader"]) for p in grader["graders"])
-    return bool(grader["type"] == "procedural")
+    return grader["type"] in _IMPORTING
 
 
 def sql_seconds(grader: dict[str, Any]) -> float:
@@ -197,7 +225,9 @@ def item_deadline(
     grader: dict[str, Any], timeout_s: float, procedural_timeout_s: float | None = None
 ) -> float:
     """An item's deadline on the pool: ``timeout_s`` per math check, at least
-    ``procedural_timeout_s`` (default :data:`PROCEDURAL_TIMEOUT_S`) with a procedural leaf."""
+    ``procedural_timeout_s`` (default :data:`PROCEDURAL_TIMEOUT_S`) with a procedural,
+    instruction_following or text_similarity leaf (their first check imports libraries); a
+    ``sql`` leaf gets its statements' deadlines (:func:`sql_seconds`)."""
     deadline = max(timeout_s * max(1, count_math_leaves(grader)), sql_seconds(grader))
     if not _has_procedural(grader):
         return deadline

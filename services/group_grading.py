@@ -11,8 +11,10 @@ details) that the ordinary grading path then combines.
   through the full pipeline (``score_inner``: math, code, judges, other group graders), then each
   group's pass rate sets the penalty (:func:`referee.verifiers.length_penalty`).
 
-An item without ``group``, a vote that overran its deadline, an inner grader with no score:
-reported on that item (``score`` None or 0 with the reason), never by failing the batch.
+An item without ``group``, a group of one sample (outcome ``group_too_small``: what a
+per-sample route such as OpenRLHF's or slime's gives a group grader), a vote that overran its
+deadline, an inner grader with no score: reported on that item (``score`` None or 0 with the
+reason, ``valid`` false), never by failing the batch and never as a silent score.
 """
 
 from __future__ import annotations
@@ -29,11 +31,28 @@ from referee.verifiers import CheckPool, TimedOut, WorkerFailed
 from referee.verifiers.consensus import majority_vote
 from referee.verifiers.length_penalty import apply_length_penalty, length_of, pass_rate
 
-__all__ = ["GROUP_TYPES", "has_group_grader", "resolve_group_leaves", "vote_scores"]
+__all__ = [
+    "GROUP_TYPES",
+    "has_group_grader",
+    "resolve_group_leaves",
+    "too_small",
+    "vote_scores",
+]
 
 GROUP_TYPES = {"majority_vote", "length_penalty"}
 ScoreInner = Callable[[Sequence[RewardItem]], Awaitable[RewardsResponse]]
 _NO_GROUP = "{kind} scores an item against its group: set `group` on the G rollouts of a prompt"
+
+
+def too_small(kind: str) -> dict[str, Any]:
+    """The details of a group leaf whose group holds one sample: not a score (``valid`` false).
+    A per-sample route (OpenRLHF sends one sample per request, slime always one) gets this."""
+    return {
+        "outcome": "group_too_small",
+        "error": f"{kind} scores a sample against the other samples of its group, and this "
+        "group has one: send the G rollouts of a prompt in one request (/v1/rewards with "
+        "`group`, veRL's batch reward function)",
+    }
 
 
 def has_group_grader(grader: dict[str, Any]) -> bool:
@@ -191,6 +210,19 @@ async def resolve_group_leaves(
                 votes[(group, _options(leaf))].append((i, path, leaf))
             else:
                 penalties.append((i, path, leaf))
+    for key in [k for k, members in votes.items() if len(members) < 2]:
+        for i, path, leaf in votes.pop(key):
+            nodes[(i, path)] = _node(leaf["type"], None, too_small(leaf["type"]))
+    sizes: dict[tuple[str, str], int] = defaultdict(int)
+    for i, _path, leaf in penalties:
+        sizes[(str(items[i].group), _options(leaf))] += 1
+    kept = []
+    for i, path, leaf in penalties:
+        if sizes[(str(items[i].group), _options(leaf))] < 2:
+            nodes[(i, path)] = _node(leaf["type"], None, too_small(leaf["type"]))
+        else:
+            kept.append((i, path, leaf))
+    penalties = kept
     if votes:
         nodes.update(await _resolve_votes(votes, items, pool, timeout_s))
     if penalties:

@@ -97,7 +97,7 @@ def _assemble(
         for item, raw in zip(chunk, results, strict=True):
             by_id[id(item)] = RewardResult.model_validate(raw)
     rewards = [by_id[id(item)] for item in items]
-    scored = [r.score for r in rewards if r.score is not None]
+    scored = [r.score for r in rewards if r.score is not None and r.valid]
     return RewardsResponse(
         rewards=rewards,
         groups=group_stats(items, rewards, pass_threshold),

@@ -27,6 +27,7 @@ from referee.genrm.judges import (
     judge_rubric,
 )
 from referee.services.grader_tree import Path, has_type, leaves, replace
+from referee.services.group_grading import too_small
 
 __all__ = ["JUDGE_TYPES", "has_judge", "prompt_text", "require_judge", "resolve_judge_leaves"]
 
@@ -140,6 +141,12 @@ async def resolve_judge_leaves(
 
     for (_group, _), members in pairwise.items():
         leaf = members[0][2]
+        if len(members) < 2:  # nothing to compare with (a per-sample route)
+            [(i, path, _leaf)] = members
+            details = too_small("genrm pairwise")
+            result = JudgeResult(None, "group_too_small", details["error"])
+            resolved[i] = replace(resolved[i], path, _node("genrm", result))
+            continue
         try:
             results = await judge_pairwise(
                 backend,

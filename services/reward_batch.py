@@ -70,7 +70,7 @@ def to_result(item_id: str, grader_type: str, outcome: Any) -> RewardResult:
 
 
 def _mean(results: Sequence[RewardResult]) -> float:
-    scores = [r.score for r in results if r.score is not None]
+    scores = [r.score for r in results if r.score is not None and r.valid]
     return statistics.fmean(scores) if scores else 0.0
 
 
@@ -78,11 +78,14 @@ def group_stats(
     items: Sequence[RewardItem], results: Sequence[RewardResult], pass_threshold: float
 ) -> list[GroupStats]:
     groups: dict[str, list[float]] = {}
+    invalid: dict[str, int] = {}
     for item, res in zip(items, results, strict=True):
         if item.group is not None:
             groups.setdefault(item.group, [])
-            if res.score is not None:  # a judge with no readable verdict: left out
+            if res.score is not None and res.valid:  # referee's failures are left out
                 groups[item.group].append(res.score)
+            else:
+                invalid[item.group] = invalid.get(item.group, 0) + 1
     stats = []
     for name, scores in groups.items():
         if not scores:
@@ -92,6 +95,7 @@ def group_stats(
             GroupStats(
                 group=name,
                 n=len(scores),
+                invalid=invalid.get(name, 0),
                 mean=statistics.fmean(scores),
                 std=statistics.pstdev(scores) if len(scores) > 1 else 0.0,
                 pass_rate=passes / len(scores),

@@ -14,8 +14,11 @@ directory. Any other ``GRPOConfig`` field can be set with ``--trl KEY=VALUE``.
 
 ``ppo`` writes veRL's data (``train.parquet``), the command line (``run_ppo.sh``) and its
 overrides (``ppo_overrides.json``) for a PPO run with a critic and GAE whose reward is
-:func:`referee.trainer_adapter.verl.compute_score_batch`, then runs it when veRL is installed;
-without veRL it says how to install it and exits with status 3.
+:func:`referee.trainer_adapter.verl.compute_score` with veRL 0.9.1's keys (``reward.*``, its
+``naive`` reward-loop manager), then runs it when veRL is installed; without veRL it says how to
+install it and exits with status 3. The rows' ``data_source`` is ``referee`` unless the dataset
+gives one; either way the reward comes from referee, as the custom reward function takes every
+row.
 
 trl, torch and datasets are imported only when a command runs (the ``train`` extra).
 """
@@ -42,7 +45,7 @@ EXIT_NO_VERL = 3
 VERL_HINT = (
     "veRL is not installed in this environment. Install it on the GPU machines that will run "
     "the training (it brings its own CUDA build of torch and vLLM/SGLang), e.g.\n"
-    "    pip install verl[vllm]\n"
+    "    pip install 'verl[vllm]==0.9.1'\n"
     "then run the written script, or this command again."
 )
 _JSON_COLUMNS = ("grader", "tests")
@@ -288,10 +291,12 @@ def ppo_overrides(
         f"critic.model.path={critic}",
         f"critic.optim.lr={args.critic_lr}",
         f"critic.ppo_micro_batch_size_per_gpu={args.micro_batch_size}",
-        "reward_model.reward_manager=batch",
-        f"custom_reward_function.path={reward_path}",
-        "custom_reward_function.name=compute_score_batch",
-        f"++custom_reward_function.reward_kwargs.referee_url={url}",
+        # veRL 0.9.1's keys: reward settings live under reward.*; its reward loop scores each
+        # trajectory as it completes with a per-sample manager (there is no batch manager)
+        "reward.reward_manager.name=naive",
+        f"reward.custom_reward_function.path={reward_path}",
+        "reward.custom_reward_function.name=compute_score",
+        f"++reward.custom_reward_function.reward_kwargs.referee_url={url}",
         f"trainer.n_gpus_per_node={args.n_gpus}",
         f"trainer.nnodes={args.nnodes}",
         f"trainer.total_epochs={args.epochs}",
@@ -302,7 +307,7 @@ def ppo_overrides(
         "trainer.val_before_train=False",
     ]
     if args.api_key:
-        overrides.append(f"++custom_reward_function.reward_kwargs.api_key={args.api_key}")
+        overrides.append(f"++reward.custom_reward_function.reward_kwargs.api_key={args.api_key}")
     return overrides + list(args.verl)
 
 

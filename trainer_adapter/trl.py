@@ -19,7 +19,8 @@ reward functions concurrently). Plain completions are strings; conversational on
   A grader that needs a reference and has none gets it from the row's first non-empty
   reference column (``reference``, ``answer``, ``solution``, ``ground_truth``, ``label`` by
   default); a code grader without tests gets the ``tests`` column.
-- A per-item failure (timeout, worker error, a judge with no verdict, a row whose grader is
+- A reward that is not ``valid`` (timeout, worker or sandbox error, a judge with no verdict, a
+  bad reference, a group grader without its group, a row whose grader is
   invalid) becomes None: TRL skips it (``failures="zero"`` gives 0.0 instead). A failure of
   the whole call (server unreachable after the SDK's retries) raises, or with
   ``on_error="none"`` gives None for the batch.
@@ -42,7 +43,7 @@ from pydantic import BaseModel, ValidationError
 
 from referee.client.errors import RefereeError
 from referee.client.grader_specs import fill_grader, fill_item, parse_grader
-from referee.client.models import RewardItem, RewardsResponse
+from referee.client.models import INVALID_OUTCOMES, RewardItem, RewardsResponse
 from referee.client.sdk import AsyncRefereeClient, RefereeClient
 
 __all__ = [
@@ -54,7 +55,7 @@ __all__ = [
 ]
 
 REFERENCE_COLUMNS = ("reference", "answer", "solution", "ground_truth", "label")
-FAILED_OUTCOMES = frozenset({"timeout", "error", "judge_error", "invalid"})
+FAILED_OUTCOMES = INVALID_OUTCOMES | {"invalid"}
 _TRL_KWARGS = frozenset({"trainer_state", "log_extra", "log_metric", "environments"})
 
 GraderSpec = Mapping[str, Any] | BaseModel | Callable[[dict[str, Any]], Any] | None
@@ -259,7 +260,7 @@ class RefereeReward:
                 outcomes[pos] = outcome
                 value = result.details.get("extracted")
                 extracted[pos] = None if value is None else str(value)[:200]
-                if result.score is not None and outcome not in FAILED_OUTCOMES:
+                if result.score is not None and result.valid:
                     rewards[pos] = result.score
                 for part in result.details.get("parts", []) or []:
                     if isinstance(part, Mapping) and "type" in part:
@@ -288,7 +289,7 @@ class RefereeReward:
             for column, values in sorted(parts.items()):
                 log_extra(column, values)
         if callable(log_metric):
-            failed = sum(1 for o in outcomes if o in FAILED_OUTCOMES)
+            failed = sum(1 for o in outcomes if o in FAILED_OUTCOMES)  # None by a vote: no fault
             log_metric("referee/failed", failed / n if n else 0.0)
             log_metric("referee/latency_s", elapsed_s)
             groups = response.groups if response is not None else []

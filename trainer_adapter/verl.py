@@ -1,16 +1,21 @@
 """veRL: ``compute_score`` functions for veRL's reward managers, scoring through referee.
 
-veRL loads a custom reward function from a file path (``custom_reward_function.path``) and
-calls it with the sample's data source, decoded response, ground truth and extra info; the
-``reward_kwargs`` of that config section are passed as keyword arguments::
+veRL (0.9.1, the current release; 0.6-0.8 took the same functions under the older keys) loads a
+custom reward function from a file path and calls it with the sample's data source, decoded
+response, ground truth and extra info; ``reward_kwargs`` are passed as keyword arguments.
+veRL 0.9.1's keys, as ``referee train ppo`` writes them::
 
-    custom_reward_function.path=$(python -m referee.trainer_adapter.verl_path)
-    custom_reward_function.name=compute_score          # naive / prime / dapo managers
-    ++custom_reward_function.reward_kwargs.referee_url=http://127.0.0.1:8000
+    reward.custom_reward_function.path=$(python -m referee.trainer_adapter.verl_path)
+    reward.custom_reward_function.name=compute_score
+    reward.reward_manager.name=naive                   # or dapo, limited
+    ++reward.custom_reward_function.reward_kwargs.referee_url=http://127.0.0.1:8000
 
-or, with ``reward_model.reward_manager=batch``, ``custom_reward_function.name=compute_score_batch``
-(one ``/v1/rewards`` call per training batch instead of one per sample). ``referee train ppo``
-writes such a command line.
+(veRL 0.9.1's ``main_ppo`` ignores the old top-level ``custom_reward_function.*`` and
+``reward_model.reward_manager`` keys; only its fully-async entry point migrates them.) veRL's
+older managers (``verl/workers/reward_manager``: naive, prime, dapo, and batch, which calls
+``compute_score_batch``: one ``/v1/rewards`` call per training batch) take the same functions.
+Every row goes to referee whatever its ``data_source`` (``referee`` in rows ``referee train
+ppo`` writes, where veRL's own scorer would raise ``NotImplementedError``).
 
 Where the settings come from, first found wins: keyword arguments (``referee_url``,
 ``grader``, ``api_key``, ``pass_threshold``), ``extra_info["grader"]`` (a grader object or its
@@ -18,11 +23,14 @@ JSON, as ``referee train ppo`` writes it per row), the environment (``REFEREE_UR
 ``REFEREE_GRADER``, ``REFEREE_API_KEY``), then ``{"type": "math"}`` at http://127.0.0.1:8000.
 The ground truth becomes the grader's reference (tests, for a code grader without tests).
 
-Each call returns ``{"score", "acc", "referee_failed"}``: veRL takes ``score`` as the reward
-and logs the other keys; every sample has the same keys with numeric values, as veRL's
-managers require. A per-sample failure scores 0.0 with ``referee_failed`` 1.0. In the batch
-form, rollouts sharing ``extra_info["index"]`` (veRL's row index: the n responses to one
-prompt) share a group, so group graders (majority vote, length penalty) work.
+Each call returns ``{"score", "valid", "acc", "referee_failed"}``: veRL takes ``score`` as the
+reward and puts every key in ``reward_extra_info``; every sample has the same keys, as veRL's
+managers require. ``valid`` is False when referee failed (a timeout, a worker or sandbox fault,
+an unreadable verdict, a bad reference, a group grader without its group, the server down): the
+score is then 0.0 and says nothing about the response, so mask such samples
+(``referee_failed`` is 1.0 for them, ``1 - valid``). In the batch form, rollouts sharing
+``extra_info["index"]`` (veRL's row index: the n responses to one prompt) share a group, so
+group graders (majority vote, length penalty) work; the per-sample form sees one sample.
 """
 
 from __future__ import annotations
@@ -40,7 +48,6 @@ from referee.client.sdk import RefereeClient
 __all__ = ["DEFAULT_URL", "compute_score", "compute_score_batch", "reset_clients"]
 
 DEFAULT_URL = "http://127.0.0.1:8000"
-_FAILED = frozenset({"timeout", "error", "judge_error", "invalid"})
 _clients: dict[tuple[str, str | None, int], RefereeClient] = {}
 _lock = threading.Lock()
 
@@ -107,11 +114,12 @@ def _item(
     )
 
 
-def _score(result: RewardResult | None, threshold: float) -> dict[str, float]:
-    if result is None or result.score is None or result.details.get("outcome") in _FAILED:
-        return {"score": 0.0, "acc": 0.0, "referee_failed": 1.0}
+def _score(result: RewardResult | None, threshold: float) -> dict[str, float | bool]:
+    if result is None or result.score is None or not result.valid:
+        return {"score": 0.0, "valid": False, "acc": 0.0, "referee_failed": 1.0}
     return {
         "score": float(result.score),
+        "valid": True,
         "acc": 1.0 if result.score >= threshold else 0.0,
         "referee_failed": 0.0,
     }
@@ -123,7 +131,7 @@ def compute_score(
     ground_truth: Any,
     extra_info: Any = None,
     **kwargs: Any,
-) -> dict[str, float]:
+) -> dict[str, float | bool]:
     """veRL's per-sample reward function: one referee call for one response."""
     url, api_key, threshold = _settings(kwargs)
     try:
@@ -143,7 +151,7 @@ def compute_score_batch(
     ground_truths: Sequence[Any],
     extra_infos: Sequence[Any] | None = None,
     **kwargs: Any,
-) -> list[dict[str, float]]:
+) -> list[dict[str, float | bool]]:
     """veRL's batch reward function (``reward_manager=batch``): one ``/v1/rewards`` call."""
     url, api_key, threshold = _settings(kwargs)
     n = len(solution_strs)

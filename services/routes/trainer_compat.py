@@ -2,16 +2,24 @@
 
 - OpenRLHF ``--reward.remote_url http://HOST:8000/openrlhf/reward`` (``/get_reward``, the path
   of OpenRLHF's own example server, is an alias): ``POST {"query", "prompts", "labels"}`` →
-  ``{"rewards", "scores", "extra_logs"}``. The response graded is the query minus its prompt
-  (and trailing end-of-sequence tokens); labels are the references.
+  ``{"rewards", "scores", "extra_logs"}``. The response graded is the query minus its prompt;
+  labels are the references.
 - slime ``--rm-type remote_rm --rm-url http://HOST:8000/slime/reward``: ``POST {"prompt",
   "response", "label"}`` → the reward as a bare number (``?details=true``: ``{"reward", "acc",
-  "outcome"}``, for ``--reward-key reward``).
+  "valid", "outcome", "details"}``, for ``--reward-key reward``).
 
-The grader, first found wins: the path (``/openrlhf/reward/multiple_choice``: that grader
-type with the label as reference), the ``grader`` query parameter (a grader object as JSON),
-the server setting ``REFEREE_COMPAT_GRADER`` (JSON), then ``{"type": "math"}``. A failure on
-one sample scores 0 (these trainers need a number); ``extra_logs.referee_failed`` counts them.
+Both trainers keep special tokens (OpenRLHF decodes prompt + response with them, slime keeps the
+EOS text by default), so the trailing end-of-turn tokens and padding of the common chat templates
+are removed before grading. The grader, first found wins: the path
+(``/openrlhf/reward/multiple_choice``: that grader type with the label as reference), the
+``grader`` query parameter (a grader object as JSON), the server setting
+``REFEREE_COMPAT_GRADER`` (JSON), then ``{"type": "math"}``. A reward that is not ``valid`` (a
+timeout, a worker or sandbox fault, an unreadable verdict, a bad reference, a group grader given
+one sample) scores 0, as these trainers need a number, and says so: ``extra_logs.referee_failed``
+1 (``referee_valid`` 0) on OpenRLHF, ``valid`` false in slime's details. Both send one sample
+per request (OpenRLHF's single-turn path; slime always), so a group grader (``majority_vote``,
+``length_penalty``, pairwise ``genrm``) sees a group of one and fails that way: such graders need
+``/v1/rewards`` or veRL's batch reward function.
 Neither trainer sends an API key: with keys set, ``REFEREE_COMPAT_WITHOUT_API_KEY=true`` serves
 these routes without one.
 """
@@ -35,23 +43,26 @@ from referee.client.grader_specs import fill_grader, parse_grader
 from referee.client.models import RewardItem, RewardResult
 from referee.services.routes.rewards import score_for_request
 
-__all__ = ["response_of", "router"]
+__all__ = ["response_of", "router", "strip_end_tokens"]
 
 router = APIRouter(tags=["compat"])
 
-_FAILED = frozenset({"timeout", "error", "judge_error", "invalid"})
-_END_TOKENS = (
+_END_TOKENS = (  # what the common chat templates end a turn with, and padding
     "<|im_end|>",
     "<|endoftext|>",
     "<|eot_id|>",
+    "<|eom_id|>",
     "<|end_of_text|>",
     "<|end|>",
+    "<|return|>",
     "</s>",
     "<｜end▁of▁sentence｜>",
+    "<end_of_turn>",
     "<eos>",
     "<|eos|>",
     "<pad>",
     "<|pad|>",
+    "<|finetune_right_pad_id|>",
 )
 _GRADER_QUERY = Query(None, description='A grader object as JSON, e.g. {"type": "math"}.')
 
@@ -63,6 +74,12 @@ def response_of(query: str, prompt: str | None) -> str:
         at = query.find(prompt)
         if at >= 0:
             text = query[at + len(prompt) :]
+    return strip_end_tokens(text)
+
+
+def strip_end_tokens(text: str) -> str:
+    """``text`` without the end-of-turn tokens and padding it ends in (repeats included), as a
+    trainer that keeps special tokens (OpenRLHF's query, slime's default) sends it."""
     stripped = True
     while stripped:
         stripped = False
@@ -121,7 +138,8 @@ async def _score(request: Request, items: list[RewardItem]) -> list[RewardResult
 
 
 def _reward(result: RewardResult) -> tuple[float, bool]:
-    failed = result.score is None or result.details.get("outcome") in _FAILED
+    """The reward these trainers need (a number: 0.0 when not valid) and whether it failed."""
+    failed = result.score is None or not result.valid
     return (0.0 if failed or result.score is None else float(result.score)), failed
 
 
@@ -148,7 +166,7 @@ async def _openrlhf(
     return OpenRLHFRewardResponse(
         rewards=rewards,
         scores=[min(max(r, 0.0), 1.0) for r in rewards],
-        extra_logs={"referee_failed": failed},
+        extra_logs={"referee_failed": failed, "referee_valid": [1.0 - f for f in failed]},
     )
 
 
@@ -189,13 +207,17 @@ async def _slime(
     body: SlimeRewardRequest, request: Request, kind: str | None, grader: str | None, details: bool
 ) -> Any:
     spec = _grader(request, kind, grader)
-    [result] = await _score(request, [_item(0, body.prompt, body.response, body.label, spec, None)])
+    prompt = body.prompt if isinstance(body.prompt, str) else json.dumps(body.prompt)
+    response = strip_end_tokens(body.response)  # slime keeps the EOS text by default
+    item = _item(0, body.prompt, response, body.label, spec, _group(prompt))
+    [result] = await _score(request, [item])
     reward, failed = _reward(result)
     if not details:
         return reward
     return {
         "reward": reward,
         "acc": 1.0 if not failed and reward >= 1.0 else 0.0,
+        "valid": not failed,
         "outcome": str(result.details.get("outcome", "unknown")),
         "details": json.loads(json.dumps(result.details, default=str)),
     }

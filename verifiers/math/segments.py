@@ -45,11 +45,12 @@ _TURN_START = re.compile(
 )
 _END_TOKENS = re.compile(
     r"<\|im_end\|>|<\|endoftext\|>|</s>|<\|eot_id\|>|<\|end_of_text\|>|<\|eom_id\|>|"
-    r"<｜end▁of▁sentence｜>|<end_of_turn>|<eos>|<\|end\|>|<\|return\|>|<\|end_header_id\|>"
+    r"<｜end▁of▁sentence｜>|<end_of_turn>|<eos>|<\|end\|>|<\|return\|>|<\|end_header_id\|>|<pad>|"
+    r"<\|finetune_right_pad_id\|>"
 )
 
 
-_ANY_TOKEN = re.compile(r"<\|[a-z_]+\|>|</?s>|<｜|<(?:bos|eos|end_of_turn|start_of_turn)>")
+_ANY_TOKEN = re.compile(r"<\|[a-z_]+\|>|</?s>|<｜|<(?:bos|eos|pad|end_of_turn|start_of_turn)>")
 
 
 def strip_special_tokens(text: str) -> str:

@@ -264,11 +264,16 @@ def test_pairwise_needs_a_group(judge_server: Server) -> None:
     body = rewards(
         judge_server,
         [{**item(k, r, pair, "g"), "prompt": PRIME_QUESTION} for k, r in enumerate(PRIMES)]
-        + [item(9, "6", pair)],
+        + [item(9, "6", pair), item(10, "7", pair, "alone")],
     ).json()
-    *group, lone = body["rewards"]
+    *group, lone, alone = body["rewards"]
     assert [r["score"] for r in group] == EXPECTED["pairwise"]
     assert lone["score"] is None and "set group" in lone["details"]["reason"]
+    assert lone["valid"] is False
+    # a group of one (a per-sample route) has nothing to compare with: not a score
+    assert alone["score"] is None and alone["valid"] is False
+    assert alone["details"]["outcome"] == "group_too_small"
+    assert all(r["valid"] for r in group)
 
 
 def test_judge_endpoint(judged: Server) -> None:

@@ -143,7 +143,10 @@ def test_a_check_that_overruns_is_killed_and_scored_timeout(server: Server) -> N
         assert r["score"] == 0.0
         assert r["details"]["outcome"] == "timeout"
         assert "did not finish within 2 s" in r["details"]["error"]
-    assert body["groups"][0]["all_fail"]
+        assert r["valid"] is False  # referee failed, not the model: mask it
+    assert second["valid"] is True
+    assert body["groups"] == []  # group g's one item is not valid: no statistics from it
+    assert body["mean"] == 1.0  # nor in the batch mean
     metrics = httpx.get(server.url + "/metrics").text
     [line] = [x for x in metrics.splitlines() if x.startswith("referee_check_timeouts_total")]
     assert float(line.split()[-1]) >= 2

@@ -49,16 +49,20 @@ def test_ppo_without_verl_prepares_the_run_and_says_how_to_install(
         "trainer.total_training_steps=5",
     )  # fmt: skip
     assert done.returncode == 3, done.stderr
-    assert "veRL is not installed" in done.stderr and "pip install verl" in done.stderr
+    assert (
+        "veRL is not installed" in done.stderr and "pip install 'verl[vllm]==0.9.1'" in done.stderr
+    )
     overrides = json.loads((out / "ppo_overrides.json").read_text())
     assert "algorithm.adv_estimator=gae" in overrides  # PPO: critic + GAE
     assert "critic.model.path=Qwen/Qwen2.5-0.5B-Instruct" in overrides
-    assert "reward_model.reward_manager=batch" in overrides
-    assert "custom_reward_function.name=compute_score_batch" in overrides
-    assert f"++custom_reward_function.reward_kwargs.referee_url={server.url}" in overrides
+    # veRL 0.9.1's keys (test_verl_peer composes them with veRL's own config)
+    assert "reward.reward_manager.name=naive" in overrides
+    assert "reward.custom_reward_function.name=compute_score" in overrides
+    assert f"++reward.custom_reward_function.reward_kwargs.referee_url={server.url}" in overrides
+    assert not any(o.startswith(("custom_reward_function.", "reward_model.")) for o in overrides)
     assert "trainer.n_gpus_per_node=8" in overrides
     assert overrides[-1] == "trainer.total_training_steps=5"
-    path = next(o for o in overrides if o.startswith("custom_reward_function.path="))
+    path = next(o for o in overrides if o.startswith("reward.custom_reward_function.path="))
     assert path.endswith("trainer_adapter/verl.py") and Path(path.split("=", 1)[1]).is_file()
     script = (out / "run_ppo.sh").read_text()
     assert "verl.trainer.main_ppo" in script and "algorithm.adv_estimator=gae" in script

@@ -37,7 +37,7 @@ def test_openrlhf_remote_reward(server: Server, path: str) -> None:
     assert set(out) == {"rewards", "scores", "extra_logs"}
     assert out["rewards"] == [1.0, 0.0, 1.0]
     assert out["scores"] == [1.0, 0.0, 1.0]
-    assert out["extra_logs"] == {"referee_failed": [0.0, 0.0, 0.0]}
+    assert out["extra_logs"] == {"referee_failed": [0.0] * 3, "referee_valid": [1.0] * 3}
 
 
 def test_openrlhf_one_sample_per_request_and_no_prompts(server: Server) -> None:

@@ -54,14 +54,14 @@ def test_naive_manager_per_sample(module: ModuleType, server: Server) -> None:
         ground_truth="7",
         extra_info={"split": "train", "index": 0, "num_turns": 1},
     )
-    assert right == {"score": 1.0, "acc": 1.0, "referee_failed": 0.0}
+    assert right == {"score": 1.0, "valid": True, "acc": 1.0, "referee_failed": 0.0}
     wrong = score(
         data_source="openai/gsm8k",
         solution_str="\\boxed{8}",
         ground_truth="7",
         extra_info={"split": "train", "index": 0},
     )
-    assert wrong == {"score": 0.0, "acc": 0.0, "referee_failed": 0.0}
+    assert wrong == {"score": 0.0, "valid": True, "acc": 0.0, "referee_failed": 0.0}
     # the keys are the same whatever happens (veRL stacks them per key)
     assert set(right) == set(wrong)
 
@@ -125,11 +125,11 @@ def test_failures_score_zero_and_are_counted(module: ModuleType, server: Server)
         referee_url=server.url,
     )
     assert out == [
-        {"score": 0.0, "acc": 0.0, "referee_failed": 1.0},
-        {"score": 1.0, "acc": 1.0, "referee_failed": 0.0},
+        {"score": 0.0, "valid": False, "acc": 0.0, "referee_failed": 1.0},
+        {"score": 1.0, "valid": True, "acc": 1.0, "referee_failed": 0.0},
     ]
     down = module.compute_score("m", "\\boxed{1}", "1", None, referee_url="http://127.0.0.1:9")
-    assert down == {"score": 0.0, "acc": 0.0, "referee_failed": 1.0}
+    assert down == {"score": 0.0, "valid": False, "acc": 0.0, "referee_failed": 1.0}
 
 
 def test_url_from_the_environment(

@@ -79,6 +79,10 @@ def test_math_segments() -> None:
         ("5<｜end▁of▁sentence｜>", "5\n"),
         ("<|im_start|>assistant\nIt is 5<|im_end|>", "\nIt is 5\n"),
         ("It is 5<|im_end|>\n<|im_start|>user\nNow 4?", "It is 5\n\n"),
+        ("#### 72<end_of_turn><eos>", "#### 72\n\n"),
+        ("#### 72</s><pad><pad>", "#### 72\n\n\n"),
+        ("#### 72<|end|><|endoftext|>", "#### 72\n\n"),
+        ("It is<|im_end|> 5", "It is\n 5"),  # anywhere, not only at the end
         ("no tokens at all", "no tokens at all"),
     ],
 )

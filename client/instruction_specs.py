@@ -1,0 +1,136 @@
+"""IFEval's instruction ids and the kwargs each takes: the wire contract of the
+``instruction_following`` grader, checked when a request is read (pure, stdlib only).
+
+The ids and kwarg names are google/IFEval's (lm-eval's ``instructions_registry``). IFEval rows
+carry every kwarg name with ``None`` for those an instruction does not use; :func:`validate_kwargs`
+drops them. A missing or ill-typed kwarg is an error (IFEval would draw a random value).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any, Final
+
+__all__ = ["INSTRUCTION_IDS", "KWARGS", "RELATIONS", "validate_kwargs"]
+
+RELATIONS: Final = ("less than", "at least")
+INSTRUCTION_IDS: Final = (
+    "keywords:existence",
+    "keywords:frequency",
+    "keywords:forbidden_words",
+    "keywords:letter_frequency",
+    "language:response_language",
+    "length_constraints:number_sentences",
+    "length_constraints:number_paragraphs",
+    "length_constraints:number_words",
+    "length_constraints:nth_paragraph_first_word",
+    "detectable_content:number_placeholders",
+    "detectable_content:postscript",
+    "detectable_format:number_bullet_lists",
+    "detectable_format:constrained_response",
+    "detectable_format:number_highlighted_sections",
+    "detectable_format:multiple_sections",
+    "detectable_format:json_format",
+    "detectable_format:title",
+    "combination:two_responses",
+    "combination:repeat_prompt",
+    "startend:end_checker",
+    "change_case:capital_word_frequency",
+    "change_case:english_capital",
+    "change_case:english_lowercase",
+    "punctuation:no_comma",
+    "startend:quotation",
+)
+
+# The kwargs each instruction takes: name -> kind ("count": an int >= 1, "relation": one of
+# RELATIONS, "text": a non-empty string, "words": a non-empty list of non-empty strings,
+# "letter": one ASCII letter, "language": a langdetect code such as "en" or "zh-cn").
+KWARGS: Final[Mapping[str, Mapping[str, str]]] = {
+    "keywords:existence": {"keywords": "words"},
+    "keywords:frequency": {"keyword": "text", "frequency": "count", "relation": "relation"},
+    "keywords:forbidden_words": {"forbidden_words": "words"},
+    "keywords:letter_frequency": {
+        "letter": "letter",
+        "let_frequency": "count",
+        "let_relation": "relation",
+    },
+    "language:response_language": {"language": "language"},
+    "length_constraints:number_sentences": {"num_sentences": "count", "relation": "relation"},
+    "length_constraints:number_paragraphs": {"num_paragraphs": "count"},
+    "length_constraints:number_words": {"num_words": "count", "relation": "relation"},
+    "length_constraints:nth_paragraph_first_word": {
+        "num_paragraphs": "count",
+        "nth_paragraph": "count",
+        "first_word": "text",
+    },
+    "detectable_content:number_placeholders": {"num_placeholders": "count"},
+    "detectable_content:postscript": {"postscript_marker": "text"},
+    "detectable_format:number_bullet_lists": {"num_bullets": "count"},
+    "detectable_format:number_highlighted_sections": {"num_highlights": "count"},
+    "detectable_format:multiple_sections": {"section_spliter": "text", "num_sections": "count"},
+    "combination:repeat_prompt": {"prompt_to_repeat": "text"},
+    "startend:end_checker": {"end_phrase": "text"},
+    "change_case:capital_word_frequency": {
+        "capital_frequency": "count",
+        "capital_relation": "relation",
+    },
+}
+_LANGUAGE_CODE = re.compile(r"[a-z]{2,3}(-[a-z]{2})?")
+MAX_TEXT = 10_000
+MAX_WORDS = 100
+
+
+def _check_value(name: str, kind: str, value: Any) -> str | None:
+    """What is wrong with one kwarg, or None."""
+    if kind == "count":
+        ok = isinstance(value, int) and not isinstance(value, bool) and 1 <= value <= 10_000_000
+        return None if ok else "an integer from 1"
+    if kind == "relation":
+        return None if value in RELATIONS else f"one of {list(RELATIONS)}"
+    if kind == "text":
+        ok = isinstance(value, str) and bool(value.strip()) and len(value) <= MAX_TEXT
+        return None if ok else f"a non-empty string of at most {MAX_TEXT} characters"
+    if kind == "words":
+        ok = (
+            isinstance(value, list)
+            and 0 < len(value) <= MAX_WORDS
+            and all(isinstance(w, str) and w.strip() and len(w) <= 200 for w in value)
+        )
+        return None if ok else f"a list of 1 to {MAX_WORDS} non-empty strings"
+    if kind == "letter":
+        ok = isinstance(value, str) and len(value) == 1 and "a" <= value.lower() <= "z"
+        return None if ok else "one ASCII letter"
+    if kind == "language":
+        ok = isinstance(value, str) and bool(_LANGUAGE_CODE.fullmatch(value))
+        return None if ok else "a language code as langdetect gives it, e.g. 'en', 'zh-cn'"
+    raise AssertionError(kind)
+
+
+def validate_kwargs(instruction_id: str, kwargs: Mapping[str, Any]) -> dict[str, Any]:
+    """The instruction's kwargs, checked (``None`` values dropped, as IFEval rows carry every
+    kwarg name with ``None`` for the unused ones). Raises :class:`ValueError` saying what is
+    wrong."""
+    if instruction_id not in INSTRUCTION_IDS:
+        raise ValueError(
+            f"unknown instruction id {instruction_id[:100]!r}; "
+            f"IFEval's ids are {list(INSTRUCTION_IDS)}"
+        )
+    wanted = KWARGS.get(instruction_id, {})
+    given = {k: v for k, v in kwargs.items() if v is not None}
+    extra = sorted(set(given) - set(wanted))
+    if extra:
+        takes = sorted(wanted) or "no kwargs"
+        raise ValueError(f"{instruction_id} takes {takes}, not {extra[:10]}")
+    for name, kind in wanted.items():
+        if name not in given:
+            raise ValueError(f"{instruction_id} needs the kwarg {name!r}")
+        problem = _check_value(name, kind, given[name])
+        if problem is not None:
+            shown = repr(given[name])
+            shown = shown if len(shown) <= 120 else shown[:120] + "..."
+            raise ValueError(f"{instruction_id}: {name} must be {problem}, not {shown}")
+    if instruction_id == "length_constraints:nth_paragraph_first_word":
+        if given["nth_paragraph"] > given["num_paragraphs"]:
+            raise ValueError(f"{instruction_id}: nth_paragraph is more than num_paragraphs")
+    return given

@@ -1,0 +1,171 @@
+"""Wire models of the text graders: ``instruction_following`` (IFEval's verifiable instructions)
+and ``text_similarity`` (OpenAI's similarity metrics), plus the OpenAI template fields that let an
+OpenAI grader object be sent as it is. Imports only pydantic.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from referee.client.instruction_specs import INSTRUCTION_IDS, validate_kwargs
+
+__all__ = [
+    "SAMPLE_TEMPLATE",
+    "Instruction",
+    "InstructionFollowingGrader",
+    "TextSimilarityGrader",
+    "check_openai_input",
+    "check_reference_text",
+    "is_item_template",
+]
+
+SAMPLE_TEMPLATE = "{{sample.output_text}}"
+_SAMPLE = re.compile(r"\{\{\s*sample\.output_text\s*\}\}")
+_ITEM = re.compile(r"\{\{\s*item\.[A-Za-z0-9_.]+\s*\}\}")
+
+
+def is_item_template(value: object) -> bool:
+    """Whether ``value`` is an OpenAI ``{{item.field}}`` template (the row's reference)."""
+    return isinstance(value, str) and bool(_ITEM.fullmatch(value.strip()))
+
+
+def check_openai_input(value: str | None) -> str | None:
+    """OpenAI's ``input`` field: referee grades the response, so only the response's template."""
+    if value is not None and not _SAMPLE.fullmatch(value.strip()):
+        raise ValueError(
+            f"input must be {SAMPLE_TEMPLATE!r} (referee grades the item's response), "
+            f"not {value[:200]!r}"
+        )
+    return value
+
+
+def check_reference_text(value: str) -> str:
+    if is_item_template(value):
+        raise ValueError(
+            f"the reference {value!r} is an OpenAI item template: send the row's reference text "
+            "(the trainer adapters fill it in from the row's reference column)"
+        )
+    return value
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class Instruction(_Model):
+    id: str = Field(
+        ...,
+        max_length=64,
+        examples=["length_constraints:number_words"],
+        description="IFEval's instruction id: " + ", ".join(INSTRUCTION_IDS) + ".",
+    )
+    kwargs: dict[str, Any] = Field(
+        default_factory=dict,
+        examples=[{"relation": "less than", "num_words": 50}],
+        description="IFEval's kwargs for this instruction (None values are ignored).",
+    )
+
+    @model_validator(mode="after")
+    def _kwargs_fit(self) -> Instruction:
+        self.kwargs = validate_kwargs(self.id, self.kwargs)
+        return self
+
+
+class InstructionFollowingGrader(_Model):
+    """IFEval's verifiable instructions (length, keywords, format, case, language, ...), each
+    checked as IFEval does; the score is the fraction followed (or 1/0 with `aggregate: all`).
+    Also takes an IFEval row's own `instruction_id_list` and `kwargs`."""
+
+    type: Literal["instruction_following"] = "instruction_following"
+    instructions: list[Instruction] = Field(..., min_length=1, max_length=64)
+    mode: Literal["strict", "loose"] = Field(
+        "strict",
+        description="strict: the response as it is; loose (IFEval's upper bound): also without "
+        "its first and/or last line and without `*`.",
+    )
+    aggregate: Literal["fraction", "all"] = "fraction"
+
+    @model_validator(mode="before")
+    @classmethod
+    def _ifeval_row(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "instruction_id_list" in data:
+            data = dict(data)
+            ids = data.pop("instruction_id_list")
+            kwargs = data.pop("kwargs", None)
+            if not isinstance(ids, list):
+                raise ValueError("instruction_id_list must be a list of instruction ids")
+            if kwargs is None:
+                kwargs = [{}] * len(ids)
+            if not isinstance(kwargs, list):
+                raise ValueError("kwargs must be a list (one object per instruction id)")
+            if len(kwargs) != len(ids):
+                raise ValueError("instruction_id_list and kwargs must have the same length")
+            data["instructions"] = [
+                {"id": i, "kwargs": k or {}} for i, k in zip(ids, kwargs, strict=True)
+            ]
+        return data
+
+
+TextMetric = Literal[
+    "fuzzy_match",
+    "bleu",
+    "gleu",
+    "meteor",
+    "cosine",
+    "rouge_1",
+    "rouge_2",
+    "rouge_3",
+    "rouge_4",
+    "rouge_5",
+    "rouge_l",
+]
+_UNAVAILABLE = {
+    "meteor": "meteor needs nltk's WordNet data, which no PyPI package ships and this server "
+    "does not download; use rouge_l, bleu or gleu",
+    "cosine": "cosine needs a text-embedding model, which no PyPI package ships and this server "
+    "does not download; use rouge_l, bleu or fuzzy_match",
+}
+
+
+class TextSimilarityGrader(_Model):
+    """OpenAI's `text_similarity` grader: the response's similarity to the reference
+    (fuzzy_match, bleu, gleu, rouge_1..rouge_5, rouge_l), in [0, 1]. OpenAI's grader object is
+    accepted as it is (`name`, `input: "{{sample.output_text}}"`)."""
+
+    type: Literal["text_similarity"] = "text_similarity"
+    reference: str = Field(..., max_length=100_000)
+    evaluation_metric: TextMetric = "fuzzy_match"
+    pass_threshold: float | None = Field(
+        None, ge=0, le=1, description="A similarity at or above this passes (`details.passed`)."
+    )
+    binary: bool = Field(
+        False, description="The reward is the pass (1.0 or 0.0), not the similarity."
+    )
+    name: str | None = Field(None, max_length=256, description="OpenAI's grader name (unused).")
+    input: str | None = Field(None, max_length=256, description=f"OpenAI's {SAMPLE_TEMPLATE!r}.")
+
+    @field_validator("input")
+    @classmethod
+    def _input_is_the_response(cls, value: str | None) -> str | None:
+        return check_openai_input(value)
+
+    @field_validator("reference")
+    @classmethod
+    def _reference_is_text(cls, value: str) -> str:
+        return check_reference_text(value)
+
+    @field_validator("evaluation_metric")
+    @classmethod
+    def _available(cls, value: str) -> str:
+        if value in _UNAVAILABLE:
+            raise ValueError(_UNAVAILABLE[value])
+        return value
+
+    @model_validator(mode="after")
+    def _binary_needs_threshold(self) -> TextSimilarityGrader:
+        if self.binary and self.pass_threshold is None:
+            raise ValueError("binary needs a pass_threshold")
+        return self
