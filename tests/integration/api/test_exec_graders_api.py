@@ -47,6 +47,7 @@ def test_sql_rewards(server: Server) -> None:
     assert out[1]["details"]["outcome"] == "wrong"
     assert out[2]["details"]["outcome"] == "bad_reference"
     assert out[2]["details"]["valid"] is False
+    assert [r["valid"] for r in out] == [True, True, False]
 
 
 HOSTILE = [
@@ -155,6 +156,7 @@ def test_python_grader_in_the_sandbox(server: Server) -> None:
     )
     by_id = {r["id"]: r for r in out}
     assert by_id["right"]["score"] == 1.0 and by_id["right"]["details"]["outcome"] == "graded"
+    assert by_id["right"]["valid"] and by_id["wrong"]["valid"]
     assert by_id["wrong"]["score"] == 0.0
     assert by_id["json"]["score"] == 0.25
     assert by_id["fake"]["score"] == 0.0  # a forged line without the run's nonce is ignored
@@ -172,7 +174,7 @@ def test_python_grader_in_the_sandbox(server: Server) -> None:
     for name, words in reasons.items():
         reward = by_id[name]
         assert reward["score"] is None, reward
-        assert reward["details"]["valid"] is False, reward
+        assert reward["valid"] is False and reward["details"]["valid"] is False, reward
         assert words in reward["details"]["reason"], reward
 
 
