@@ -166,11 +166,13 @@ def tool_calls_from_value(value: Any) -> list[dict[str, Any]] | None:
 
 
 def fill_item(grader: Mapping[str, Any], row: Mapping[str, Any]) -> dict[str, Any]:
-    """``grader`` with the dataset row as the ``item`` of each ``python`` grader that has none
-    (OpenAI's python graders read the row as ``item``), in ``weighted`` and ``multi`` too."""
+    """``grader`` with the dataset row as the ``item`` of each ``python``, ``score_model`` or
+    ``label_model`` grader that has none (OpenAI's graders read the row as ``item``: the python
+    grader's argument, the model graders' ``{{item.*}}`` templates), in ``weighted`` and
+    ``multi`` too."""
     out = dict(grader)
     kind = out.get("type")
-    if kind == "python" and not out.get("item"):
+    if kind in ("python", "score_model", "label_model") and not out.get("item"):
         out["item"] = {k: v for k, v in plain(dict(row)).items() if k != "grader"}
     elif kind == "weighted":
         out["graders"] = [

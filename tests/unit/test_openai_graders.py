@@ -170,3 +170,22 @@ def test_hostile_formulas_end_as_errors_or_values() -> None:
         assert "deeply" in str(exc)
     with pytest.raises(ValueError, match=r"not finite|cannot be computed|math error"):
         evaluate("exp(a * 1000)", {"a": 1.0})
+
+
+def test_a_trainers_row_becomes_the_item() -> None:
+    from referee.client.grader_specs import fill_item
+
+    row = {"answer": "42", "grader": {"type": "python"}}
+    spec = {
+        "type": "multi",
+        "graders": {
+            "code": {"type": "python", "source": "def grade(s, i): return 1.0"},
+            "judge": {"type": "score_model", "input": [{"role": "user", "content": "x"}]},
+            "own": {"type": "python", "source": "def grade(s, i): return 1.0", "item": {"a": 1}},
+        },
+        "calculate_output": "code",
+    }
+    filled = fill_item(spec, row)["graders"]
+    assert filled["code"]["item"] == {"answer": "42"}  # the grader column is not part of it
+    assert filled["judge"]["item"] == {"answer": "42"}
+    assert filled["own"]["item"] == {"a": 1}
