@@ -23,11 +23,14 @@ from referee.client.models import GroupStats, RewardItem, RewardResult, RewardsR
 from referee.genrm.backend import LLMBackend
 from referee.genrm.prm import RolloutCache
 from referee.services.code_grading import has_code, resolve_code_leaves
+from referee.services.grader_tree import has_type
 from referee.services.grading import item_deadline, score_item
 from referee.services.group_grading import has_group_grader, resolve_group_leaves
 from referee.services.judge_grading import has_judge, require_judge, resolve_judge_leaves
 from referee.services.metrics import Metrics
+from referee.services.openai_graders import has_openai, lower
 from referee.services.prm_grading import has_prm, pool_check, require_policy, resolve_prm_leaves
+from referee.services.python_grading import resolve_python_leaves
 from referee.services.sandbox_executor import SandboxExecutor
 from referee.verifiers import CheckPool, TimedOut, WorkerFailed
 
@@ -135,8 +138,9 @@ async def _with_code(
         if isinstance(res, BaseException):
             log.error("code grading failed", exc_info=res)
             outcomes[i] = WorkerFailed(f"code grading failed: {type(res).__name__}")
-        elif res["type"] == "precomputed":
-            outcomes[i] = (float(res["score"]), dict(res["details"]))
+        elif res["type"] == "precomputed":  # a python grader's fault scores None
+            score = res["score"]
+            outcomes[i] = (None if score is None else float(score), dict(res["details"]))
         else:
             rest.append(i)
     if rest:
@@ -180,6 +184,8 @@ async def score_batch(
                 pool, inner, timeout_s, pass_threshold, None, sandbox, judge, judge_templates, prm
             ),
         )
+    if any(has_openai(g) for g in graders):  # OpenAI's multi/score_model/label_model objects
+        graders = [lower(g) for g in graders]
     if any(has_judge(g) for g in graders):
         graders = await resolve_judge_leaves(graders, items, require_judge(judge), judge_templates)
     if any(has_prm(g) for g in graders):
@@ -194,6 +200,8 @@ async def score_batch(
             progress=prm.progress,
             propagate_errors=prm.propagate_errors,
         )
+    if sandbox is not None and any(has_type(g, {"python"}) for g in graders):
+        graders = await resolve_python_leaves(graders, responses, sandbox)
     code = [i for i, g in enumerate(graders) if has_code(g)]
     if code:
         if sandbox is None:
@@ -232,7 +240,7 @@ async def score_batch(
     if metrics is not None:
         for g, res in zip(graders, results, strict=True):
             outcome = str(res.details.get("outcome", "unknown"))
-            metrics.items.labels(g["type"], outcome).inc()
+            metrics.items.labels(g.get("of", g["type"]), outcome).inc()  # multi: its own
             if outcome == "timeout":
                 metrics.check_timeouts.inc()
     return RewardsResponse(
