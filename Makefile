@@ -47,6 +47,7 @@ bench: $(STAMP)
 	$(PY) -m bench.environments
 	$(PY) -m bench.trainer
 	$(PY) -m bench.verifiers
+	$(PY) -m bench.verifiers_exec
 
 clean:
 	rm -rf $(VENV) build *.egg-info .mypy_cache .ruff_cache .pytest_cache

@@ -39,21 +39,35 @@ tests (``py20``) and with 100 tests (``py100``) and a C++ one with 20 tests (``c
 
 Reported: the wall time to score every program, and each mode's time as a ratio of ``bare`` in
 the same run. Writes OUT/sandbox_tests.md and OUT/sandbox_tests.png.
+
+Third part, veRL's own client (``--part verl`` runs only this part): veRL 0.9.1's SandboxFusion
+reward code, loaded from its released wheel (tests/integration/trainer/verl_sandbox_fusion.py),
+against a real referee server's ``/run_code`` on 2 sandbox slots. 64 solutions (8 with
+``--quick``) of 3 tests each are scored correct and wrong, twice: at veRL's default
+concurrency (every solution at once, one semaphore of ``reward.sandbox_fusion.max_concurrent`` =
+64 requests) and with 2 callers (2 solutions at once, a semaphore of 2). Reported: how many
+correct solutions scored 1 and wrong ones 0, the wall time, tests/s, and the throughput of the
+64-caller run as a ratio of the 2-caller one (queueing must not cost throughput). Writes
+OUT/sandbox_verl.md.
 """
 
 from __future__ import annotations
 
 import argparse
 import functools
+import importlib
+import importlib.util
 import os
 import shutil
 import subprocess
+import sys
 import tempfile
 import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from types import ModuleType
 
 import httpx
 
@@ -318,14 +332,98 @@ def _plot(
     plt.close(fig)
 
 
+# -- third part: veRL's own SandboxFusion client ----------------------------------------------
+def _verl_helpers() -> ModuleType:
+    """tests/integration/trainer/verl_sandbox_fusion.py (with peer_code_compat), loaded by path."""
+    folder = Path(__file__).resolve().parent.parent / "tests" / "integration" / "trainer"
+    name = "referee_bench_peers"
+    if name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(
+            name, folder / "__init__.py", submodule_search_locations=[str(folder)]
+        )
+        assert spec is not None and spec.loader is not None
+        package = importlib.util.module_from_spec(spec)
+        sys.modules[name] = package
+        spec.loader.exec_module(package)
+    return importlib.import_module(f"{name}.verl_sandbox_fusion")
+
+
+def verl_part(out: Path, quick: bool) -> str:
+    helpers = _verl_helpers()
+    solutions, tests = (8, 3) if quick else (64, 3)
+    problems = [helpers.problem(i, tests) for i in range(solutions)]
+    cases = [p[2] for p in problems]
+    tmp = Path(tempfile.mkdtemp(prefix="bench-verl-"))
+    server = start_server(tmp)
+    url = server.url
+    rows: list[tuple[str, int, int, float]] = []
+    try:
+        with helpers.verl_modules() as verl:
+            default = verl.max_concurrent
+            for label, callers, bound in (
+                (f"{default} callers (veRL's default)", None, None),
+                ("2 callers", 2, 2),
+            ):
+                start = time.perf_counter()
+                right = helpers.score_all(
+                    verl,
+                    url,
+                    [p[0] for p in problems],
+                    cases,
+                    callers=callers,
+                    max_concurrent=bound,
+                )
+                wrong = helpers.score_all(
+                    verl,
+                    url,
+                    [p[1] for p in problems],
+                    cases,
+                    callers=callers,
+                    max_concurrent=bound,
+                )
+                wall = time.perf_counter() - start
+                rows.append(
+                    (label, sum(s == 1.0 for s in right), sum(s == 0.0 for s in wrong), wall)
+                )
+                print(f"verl {label:28} {wall:6.2f} s", flush=True)
+    finally:
+        server.stop()
+        shutil.rmtree(tmp, ignore_errors=True)
+    runs = 2 * solutions * tests
+    lines = [
+        "# veRL's SandboxFusion client against /run_code",
+        "",
+        f"veRL {helpers.VERL_VERSION}'s own code; a referee server with {WORKERS} sandbox slots; "
+        f"{solutions} correct and {solutions} wrong solutions, {tests} tests each "
+        f"({runs} runs per row); {os.cpu_count()} CPUs.",
+        "",
+        "| callers | correct scored 1 | wrong scored 0 | wall s | tests/s |",
+        "|---|---:|---:|---:|---:|",
+    ]
+    for label, right_ok, wrong_ok, wall in rows:
+        lines.append(
+            f"| {label} | {right_ok}/{solutions} | {wrong_ok}/{solutions} | {wall:.2f} "
+            f"| {runs / wall:.1f} |"
+        )
+    ratio = rows[1][3] / rows[0][3]
+    lines += ["", f"Throughput of the {rows[0][0]} run / the 2-caller run: {ratio:.2f}x."]
+    text = "\n".join(lines) + "\n"
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "sandbox_verl.md").write_text(text)
+    return text
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--out", default=str(Path(__file__).parent / "out"))
-    parser.add_argument("--part", choices=("all", "runs", "tests"), default="all")
+    parser.add_argument("--part", choices=("all", "runs", "tests", "verl"), default="all")
     args = parser.parse_args(argv)
     if args.part == "tests":
         print(many_tests_part(BwrapBackend.create(), Path(args.out), args.quick))
+        return 0
+    if args.part == "verl":
+        print(verl_part(Path(args.out), args.quick))
         return 0
     n_py, n_cpp = (40, 6) if args.quick else (200, 30)
     backend = BwrapBackend.create()
@@ -406,6 +504,7 @@ def main(argv: list[str] | None = None) -> int:
     (out / "sandbox.md").write_text(text)
     if args.part == "all":
         print(many_tests_part(backend, out, args.quick))
+        print(verl_part(out, args.quick))
     return 0
 
 

@@ -6,6 +6,7 @@ from referee.client import RefereeClient
 from referee.client.errors import (
     APIError,
     Conflict,
+    GatewayTimeout,
     InternalServerError,
     InvalidRequest,
     NotFound,
@@ -51,6 +52,7 @@ __all__ = [
     "CodeGrader",
     "Conflict",
     "FormatGrader",
+    "GatewayTimeout",
     "GradersResponse",
     "GroupStats",
     "InstructionFollowingGrader",

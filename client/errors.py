@@ -10,7 +10,8 @@
         ├── Conflict              409: the id is taken by a different request
         ├── PayloadTooLarge       413: too many items or too large a body
         ├── TooManyRequests       429: every sandbox slot is busy; retry after a moment
-        ├── ServiceUnavailable    503: a component is not available (retried by the SDK)
+        ├── ServiceUnavailable    503: a component is not available (or the queue is full)
+        ├── GatewayTimeout        504: no sandbox slot came free within the wait allowed
         └── InternalServerError   500: a bug in referee (never the caller's fault)
 
 A wrong or unparseable *answer* is not a fault: it is a result (score 0 with an outcome).
@@ -25,6 +26,7 @@ from typing import Any, ClassVar
 __all__ = [
     "APIError",
     "Conflict",
+    "GatewayTimeout",
     "InternalServerError",
     "InvalidRequest",
     "NotFound",
@@ -57,13 +59,22 @@ class APIError(RefereeError):
     status: ClassVar[int] = 500
     type: ClassVar[str] = "internal-error"
     title: ClassVar[str] = "Internal server error"
+    retry_after_s: float | None = None
+    """Seconds the server asks the client to wait before retrying (its ``Retry-After``)."""
 
     def __init__(
-        self, detail: str, *, errors: list[dict[str, Any]] | None = None, status: int | None = None
+        self,
+        detail: str,
+        *,
+        errors: list[dict[str, Any]] | None = None,
+        status: int | None = None,
+        retry_after_s: float | None = None,
     ) -> None:
         super().__init__(detail)
         self.detail = detail
         self.errors = errors or []
+        if retry_after_s is not None:
+            self.retry_after_s = retry_after_s
         if status is not None:
             self.status_code = status
         else:
@@ -121,9 +132,19 @@ class TooManyRequests(APIError):
 
 
 class ServiceUnavailable(APIError):
+    """A component is not available; with ``Retry-After`` when waiting helps (a full queue)."""
+
     status = 503
     type = "service-unavailable"
     title = "Service unavailable"
+
+
+class GatewayTimeout(APIError):
+    """A single run waited its longest for a free sandbox slot. Sent with ``Retry-After``."""
+
+    status = 504
+    type = "gateway-timeout"
+    title = "No sandbox slot came free in time"
 
 
 class InternalServerError(APIError):
@@ -142,6 +163,7 @@ _BY_TYPE: dict[str, type[APIError]] = {
         PayloadTooLarge,
         TooManyRequests,
         ServiceUnavailable,
+        GatewayTimeout,
         InternalServerError,
     )
 }
@@ -156,6 +178,7 @@ _BY_STATUS: dict[int, type[APIError]] = {
     422: InvalidRequest,
     429: TooManyRequests,
     503: ServiceUnavailable,
+    504: GatewayTimeout,
 }
 
 

@@ -17,14 +17,16 @@ from pydantic import BaseModel
 
 __all__ = [
     "fill_grader",
+    "fill_item",
     "instructions_from_value",
     "parse_grader",
     "plain",
     "tests_from_value",
+    "tool_calls_from_value",
 ]
 
 NEEDS_REFERENCE = frozenset(
-    {"math", "multiple_choice", "string_check", "prm_mc", "text_similarity"}
+    {"math", "multiple_choice", "string_check", "prm_mc", "text_similarity", "sql"}
 )
 MAX_GRADER_DEPTH = 60
 """Deepest nesting of lists and objects a grader may have (``weighted`` in ``weighted`` ...)."""
@@ -147,6 +149,45 @@ def _no_reference(value: Any) -> bool:
     )
 
 
+def tool_calls_from_value(value: Any) -> list[dict[str, Any]] | None:
+    """Reference tool calls from a list of ``{"name", "arguments"}`` (or one such object), or
+    JSON text of either (xLAM's ``answers`` column is a JSON string)."""
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except json.JSONDecodeError:
+            return None
+    value = plain(value)
+    if isinstance(value, dict):
+        value = [value]
+    if isinstance(value, list) and all(isinstance(c, dict) and "name" in c for c in value):
+        return value
+    return None
+
+
+def fill_item(grader: Mapping[str, Any], row: Mapping[str, Any]) -> dict[str, Any]:
+    """``grader`` with the dataset row as the ``item`` of each ``python``, ``score_model`` or
+    ``label_model`` grader that has none (OpenAI's graders read the row as ``item``: the python
+    grader's argument, the model graders' ``{{item.*}}`` templates), in ``weighted`` and
+    ``multi`` too."""
+    out = dict(grader)
+    kind = out.get("type")
+    if kind in ("python", "score_model", "label_model") and not out.get("item"):
+        out["item"] = {k: v for k, v in plain(dict(row)).items() if k != "grader"}
+    elif kind == "weighted":
+        out["graders"] = [
+            {**p, "grader": fill_item(p["grader"], row)}
+            if isinstance(p, Mapping) and isinstance(p.get("grader"), Mapping)
+            else p
+            for p in out.get("graders", [])
+        ]
+    elif kind == "multi" and isinstance(out.get("graders"), Mapping):
+        out["graders"] = {
+            n: fill_item(g, row) if isinstance(g, Mapping) else g for n, g in out["graders"].items()
+        }
+    return out
+
+
 def fill_grader(
     grader: Mapping[str, Any], reference: Any = None, tests: Any = None
 ) -> dict[str, Any]:
@@ -157,6 +198,10 @@ def fill_grader(
         text = reference_text(reference)
         if text is not None:
             out["reference"] = text
+    elif kind == "tool_call" and out.get("reference") is None:  # xLAM's `answers` column
+        calls = tool_calls_from_value(reference)
+        if calls is not None:
+            out["reference"] = calls
     elif kind == "code" and out.get("tests") is None:
         found = tests_from_value(tests if tests is not None else reference)
         if found is not None:
@@ -181,4 +226,9 @@ def fill_grader(
         ]
     elif kind == "length_penalty" and isinstance(out.get("grader"), Mapping):
         out["grader"] = fill_grader(out["grader"], reference, tests)
+    elif kind == "multi" and isinstance(out.get("graders"), Mapping):  # OpenAI's multi
+        out["graders"] = {
+            n: fill_grader(g, reference, tests) if isinstance(g, Mapping) else g
+            for n, g in out["graders"].items()
+        }
     return out

@@ -30,6 +30,15 @@ from referee.client.code_models import (
     SandboxRunResponse,
     StdioTestSpec,
 )
+from referee.client.exec_grader_models import (
+    LabelModelGrader,
+    PythonGrader,
+    ScoreModelGrader,
+    SQLGrader,
+    ToolCallGrader,
+    ToolCallSpec,
+    check_formula,
+)
 from referee.client.text_grader_models import (
     SAMPLE_TEMPLATE,
     Instruction,
@@ -58,17 +67,20 @@ __all__ = [
     "JudgeRequest",
     "JudgeResponse",
     "JudgeResult",
+    "LabelModelGrader",
     "LanguageInfo",
     "LengthPenaltyGrader",
     "MajorityVoteGrader",
     "MathGrader",
     "MathVerifyRequest",
     "MathVerifyResponse",
+    "MultiGrader",
     "MultipleChoiceGrader",
     "NamedGrader",
     "PRMGrader",
     "Problem",
     "ProceduralGrader",
+    "PythonGrader",
     "RewardItem",
     "RewardResult",
     "RewardsRequest",
@@ -79,12 +91,16 @@ __all__ = [
     "RunCodeResponse",
     "RunCodeResult",
     "RunLimits",
+    "SQLGrader",
     "SandboxLanguages",
     "SandboxRunRequest",
     "SandboxRunResponse",
+    "ScoreModelGrader",
     "StdioTestSpec",
     "StringCheckGrader",
     "TextSimilarityGrader",
+    "ToolCallGrader",
+    "ToolCallSpec",
     "WeightedGrader",
     "WeightedPart",
     "reward_is_valid",
@@ -383,6 +399,31 @@ class ProceduralGrader(_Model):
     )
 
 
+# --- sql, tool_call, python and OpenAI's model and multi graders (exec_grader_models) ---
+class MultiGrader(_Model):
+    """OpenAI's multi grader: named graders combined by the `calculate_output` formula
+    (numbers, the graders' names, + - * / ^ and min, max, abs, floor, ceil, exp, sqrt, log;
+    evaluated by referee's own arithmetic evaluator, never by eval)."""
+
+    type: Literal["multi"] = "multi"
+    name: str | None = Field(None, max_length=256)
+    graders: dict[str, Grader] = Field(..., min_length=1, max_length=16)
+    calculate_output: str = Field(..., min_length=1, max_length=2_000, examples=["0.5 * a + b"])
+
+    @field_validator("graders")
+    @classmethod
+    def _names(cls, value: dict[str, Any]) -> dict[str, Any]:
+        for name in value:
+            if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]{0,63}", name):
+                raise ValueError(f"grader name {name!r} is not an identifier the formula can use")
+        return value
+
+    @model_validator(mode="after")
+    def _formula(self) -> MultiGrader:
+        check_formula(self.calculate_output, set(self.graders))
+        return self
+
+
 Grader = Annotated[
     MathGrader
     | MultipleChoiceGrader
@@ -399,12 +440,20 @@ Grader = Annotated[
     | WeightedGrader
     # text graders (issue 19): IFEval instructions, OpenAI's text similarity
     | InstructionFollowingGrader
-    | TextSimilarityGrader,
+    | TextSimilarityGrader
+    # sql, tool_call, python, OpenAI's objects
+    | SQLGrader
+    | ToolCallGrader
+    | PythonGrader
+    | ScoreModelGrader
+    | LabelModelGrader
+    | MultiGrader,
     Field(discriminator="type"),
 ]
 WeightedPart.model_rebuild()
 WeightedGrader.model_rebuild()
 LengthPenaltyGrader.model_rebuild()
+MultiGrader.model_rebuild()
 
 
 class RewardItem(_Model):
@@ -445,6 +494,7 @@ INVALID_OUTCOMES = frozenset(
         "sandbox_error",
         "language_unavailable",
         "group_too_small",
+        "grader_error",  # a python grader or a multi formula failed, not the response
     }
 )
 """Outcomes that are referee's failure (or the data's), not the model's: such a reward is not

@@ -8,9 +8,12 @@
         print(out.rewards[0].score, out.groups[0].pass_rate)
 
 Large batches are split into chunks of whole groups (a group's rollouts always travel together,
-so its statistics are computed on all of them); connection failures and 429/503 answers are
-retried with exponential backoff (honouring ``Retry-After``); every fault is raised as a
-:mod:`referee.client.errors` class. ``sandbox_run`` and ``sandbox_languages`` reach the sandbox.
+so its statistics are computed on all of them); what the server asks to be retried is retried
+(``max_retries`` times, waiting its ``Retry-After`` or an exponential backoff): 429, and 503 or
+504 that carry ``Retry-After`` (a full sandbox queue, no slot in time), and connection failures
+and timeouts. A 503 without it (no isolation, no judge) is raised at once. Every fault is raised
+as a :mod:`referee.client.errors` class. ``sandbox_run`` and ``sandbox_languages`` reach the
+sandbox.
 """
 
 from __future__ import annotations
@@ -57,7 +60,15 @@ from referee.client.models import (
 __all__ = ["AsyncRefereeClient", "RefereeClient"]
 
 M = TypeVar("M", bound=BaseModel)
-_RETRY_STATUS = {429, 502, 503, 504}
+_RETRY_ALWAYS = {429}
+_RETRY_WHEN_ASKED = {502, 503, 504}  # only with Retry-After: the server says waiting helps
+
+
+def _retryable(response: httpx.Response) -> bool:
+    status = response.status_code
+    return status in _RETRY_ALWAYS or (
+        status in _RETRY_WHEN_ASKED and "retry-after" in response.headers
+    )
 
 
 def _run_payload(
@@ -234,7 +245,7 @@ class RefereeClient(_Base):
                     raise TransportError(f"cannot reach {self.base_url}{path}: {exc}") from exc
                 time.sleep(self._delay(attempt, None))
                 continue
-            if response.status_code in _RETRY_STATUS and attempt < self.max_retries:
+            if _retryable(response) and attempt < self.max_retries:
                 time.sleep(self._delay(attempt, response))
                 continue
             return self._parse(response, model)
@@ -451,7 +462,7 @@ class AsyncRefereeClient(_Base):
                     raise TransportError(f"cannot reach {self.base_url}{path}: {exc}") from exc
                 await asyncio.sleep(self._delay(attempt, None))
                 continue
-            if response.status_code in _RETRY_STATUS and attempt < self.max_retries:
+            if _retryable(response) and attempt < self.max_retries:
                 await asyncio.sleep(self._delay(attempt, response))
                 continue
             return self._parse(response, model)

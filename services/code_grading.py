@@ -49,10 +49,16 @@ RUN_OVERHEAD_S = 1.0  # sandbox set-up and tear-down per run, generously
 _EXCERPT = 500
 
 
+SANDBOX_TYPES = frozenset({"code", "python"})
+"""Leaves that run in the sandbox: model-written programs, and user grader code."""
+
+
 def has_code(grader: dict[str, Any]) -> bool:
     if grader["type"] == "weighted":
         return any(has_code(p["grader"]) for p in grader["graders"])
-    return bool(grader["type"] == "code")
+    if grader["type"] == "multi":  # OpenAI's, before it is lowered to weighted
+        return any(has_code(g) for g in grader["graders"].values())
+    return grader["type"] in SANDBOX_TYPES
 
 
 def code_deadline_s(grader: dict[str, Any], limits: Limits, compile_limits: Limits) -> float:
@@ -186,6 +192,16 @@ async def resolve_code_leaves(
             grade_code, grader, response, backend, limits, executor.compile_limits()
         )
         return {"type": "precomputed", "of": "code", "score": score, "details": details}
+    if grader["type"] == "python":
+        from referee.services.python_grading import grade_python
+
+        backend = executor.require_backend()
+        asked = RunLimits(time_s=grader.get("timeout_s", 10.0), memory_mb=grader.get("memory_mb"))
+        limits = executor.limits(asked)  # capped by the server's REFEREE_SANDBOX_MAX_*
+        verdict: tuple[float | None, dict[str, Any]] = await executor.run_queued(
+            grade_python, grader, response, backend, limits, executor.compile_limits()
+        )
+        return {"type": "precomputed", "of": "python", "score": verdict[0], "details": verdict[1]}
     if grader["type"] == "weighted":
         parts = await asyncio.gather(
             *(resolve_code_leaves(p["grader"], response, executor) for p in grader["graders"])

@@ -85,6 +85,35 @@ def score_item(grader: dict[str, Any], response: str) -> tuple[float | None, dic
             binary=grader.get("binary", False),
         )
         return sim.score, sim.to_dict()
+    # sql and tool_call (issue 19)
+    if kind == "sql":
+        from referee.verifiers.sql import SQLLimits, sql_match
+
+        sql = sql_match(
+            response,
+            grader["setup"],
+            grader["reference"],
+            ordered=grader.get("ordered"),
+            float_digits=grader.get("float_digits", 6),
+            extract=grader.get("extract", "auto") != "none",
+            limits=SQLLimits(
+                timeout_s=grader.get("timeout_s", 2.0), max_rows=grader.get("max_rows", 10_000)
+            ),
+        )
+        return (sql.score if sql.valid else None), _details(sql.to_dict())
+    if kind == "tool_call":
+        from referee.verifiers.tool_calls import grade_tool_calls
+
+        calls = grade_tool_calls(
+            response,
+            grader["reference"],
+            scoring=grader.get("scoring", "exact"),
+            ordered=grader.get("ordered", False),
+            tools=grader.get("tools"),
+        )
+        return calls.score, _details(calls.to_dict())
+    if kind == "weighted" and "formula" in grader:  # OpenAI's multi (and model graders)
+        return _formula(grader, response)
     if kind == "weighted":
         parts: list[tuple[float, float]] = []
         breakdown: list[dict[str, Any]] = []
@@ -116,13 +145,54 @@ def score_item(grader: dict[str, Any], response: str) -> tuple[float | None, dic
             extract=grader.get("extract", "auto"),
             tag=grader.get("tag", "answer"),
         )
-    if kind == "code":
-        raise ValueError("code graders run on the sandbox executor (resolve_code_leaves)")
+    if kind in ("code", "python"):
+        raise ValueError(f"{kind} graders run on the sandbox executor (resolve_code_leaves)")
     if kind == "prm_mc":
         raise ValueError("prm_mc graders run on the policy backend (resolve_prm_leaves)")
     if kind in ("rubric", "genrm"):
         raise ValueError("judge graders run on the judge backend (resolve_judge_leaves)")
     raise ValueError(f"unknown grader type {kind!r}")
+
+
+def _formula(grader: dict[str, Any], response: str) -> tuple[float | None, dict[str, Any]]:
+    """A ``weighted`` node lowered from OpenAI's multi/score_model/label_model: its parts are
+    named, and ``formula`` (``calculate_output``) combines their scores."""
+    from referee.verifiers.formula import evaluate
+
+    scores: dict[str, float] = {}
+    breakdown: list[dict[str, Any]] = []
+    missing = False
+    for part in grader["graders"]:
+        score, detail = score_item(part["grader"], response)
+        kind = part["grader"].get("of", part["grader"]["type"])
+        breakdown.append({"name": part["name"], "type": kind, "score": score, **detail})
+        if score is None:
+            missing = True
+        else:
+            scores[part["name"]] = score
+    of = grader.get("of", "multi")
+    extra = {"openai": grader["openai"]} if grader.get("openai") else {}
+    if missing:
+        reason = "a grader has no score (see parts)"
+        return None, {
+            "outcome": "incomplete",
+            "of": of,
+            "parts": breakdown,
+            "reason": reason,
+            **extra,
+        }
+    try:
+        total = evaluate(grader["formula"], scores)
+    except ValueError as exc:
+        return None, {
+            "outcome": "grader_error",
+            "valid": False,
+            "of": of,
+            "reason": f"calculate_output: {exc}",
+            "parts": breakdown,
+            **extra,
+        }
+    return total, {"outcome": of, "parts": breakdown, **extra}
 
 
 def count_math_leaves(grader: dict[str, Any]) -> int:
@@ -143,13 +213,22 @@ def _has_procedural(grader: dict[str, Any]) -> bool:
     return grader["type"] in _IMPORTING
 
 
+def sql_seconds(grader: dict[str, Any]) -> float:
+    """The longest an item's ``sql`` leaves may take: setup, reference and response each get
+    their statement deadline."""
+    if grader["type"] == "weighted":
+        return sum(sql_seconds(p["grader"]) for p in grader["graders"])
+    return 3 * float(grader.get("timeout_s", 2.0)) + 1.0 if grader["type"] == "sql" else 0.0
+
+
 def item_deadline(
     grader: dict[str, Any], timeout_s: float, procedural_timeout_s: float | None = None
 ) -> float:
     """An item's deadline on the pool: ``timeout_s`` per math check, at least
     ``procedural_timeout_s`` (default :data:`PROCEDURAL_TIMEOUT_S`) with a procedural,
-    instruction_following or text_similarity leaf (their first check imports libraries)."""
-    deadline = timeout_s * max(1, count_math_leaves(grader))
+    instruction_following or text_similarity leaf (their first check imports libraries); a
+    ``sql`` leaf gets its statements' deadlines (:func:`sql_seconds`)."""
+    deadline = max(timeout_s * max(1, count_math_leaves(grader)), sql_seconds(grader))
     if not _has_procedural(grader):
         return deadline
     least = PROCEDURAL_TIMEOUT_S if procedural_timeout_s is None else procedural_timeout_s

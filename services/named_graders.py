@@ -53,6 +53,18 @@ def _has_named(grader: Mapping[str, Any]) -> bool:
 _PLACEHOLDER_TESTS = [{"stdin": "", "stdout": ""}]
 
 
+def _validate_template(spec: Mapping[str, Any]) -> None:
+    """Validate a registered grader with a placeholder reference: "0" (math, choices, strings,
+    sql), else "[]" (a tool_call's reference calls: none)."""
+    try:
+        _GRADER.validate_python(fill_grader(spec, "0", _PLACEHOLDER_TESTS))
+    except ValidationError as first:
+        try:
+            _GRADER.validate_python(fill_grader(spec, "[]", _PLACEHOLDER_TESTS))
+        except ValidationError as second:  # the one that says least wrong says what is
+            raise (second if second.error_count() < first.error_count() else first) from None
+
+
 class GraderRegistry:
     """Name -> grader template (a plain dict)."""
 
@@ -74,7 +86,7 @@ class GraderRegistry:
                     "itself"
                 )
             try:  # a template: references and tests come with each item
-                _GRADER.validate_python(fill_grader(spec, "0", _PLACEHOLDER_TESTS))
+                _validate_template(spec)
             except ValidationError as exc:
                 first = exc.errors()[0]
                 where = ".".join(str(p) for p in first["loc"])

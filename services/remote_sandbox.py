@@ -19,8 +19,9 @@ retried, on the next node, for up to ``REFEREE_SANDBOX_REMOTE_RETRY_S``, and ski
 calls of the next ``DOWN_S`` seconds while another node answers (a node whose host is gone would
 otherwise cost a connect timeout to every call it is first in line for); grading is a pure
 function of its inputs, so a retried request is harmless. Then the call fails with
-``ServiceUnavailable``. A node's 422 (an unknown language) and 429 (every slot busy) are passed
-on as they are. Every call has a deadline: the program's own limits plus
+``ServiceUnavailable``; a node's 504 (no slot came free in its queue wait) and its 503 (its
+queue is full) are retried the same way. A node's 422 (an unknown language) is passed on as it
+is. Every call has a deadline: the program's own limits plus
 ``REFEREE_SANDBOX_REMOTE_WAIT_S`` for a free slot.
 
 ``run()`` (one raw command, what local backends do) is not offered remotely: it returns a

@@ -14,22 +14,35 @@ Why threads here and not the check pool's worker processes (where math checks ru
   the program runs in its own processes, limited by its own cgroup and rlimits. Every run
   already has a hard wall-clock deadline enforced by the backend, so a thread can never hang.
 
-``sandbox_slots`` threads run programs; that is the server's concurrency limit. A single run
-(``/v1/sandbox/run``, ``/run_code``) is *admitted* only when a slot is free, else answered 429 at
-once (no queue to hang in). Reward items wait for a slot instead: a batch of hundreds of code
-items is normal and must not be rejected; its size is bounded by ``max_batch_items``.
+``sandbox_slots`` threads run programs; that is the server's concurrency limit. Every run waits
+for a free slot in one first-come-first-served queue (the pool's own):
+
+* A single run (``/v1/sandbox/run``, ``/run_code``) waits up to ``sandbox_queue_wait_s``; one
+  that has not started by then leaves the queue and is answered 504 with ``Retry-After`` (the
+  status veRL's SandboxFusion client retries). At most ``sandbox_queue_depth`` single runs wait
+  at once; one more is answered 503 with ``Retry-After``. A client that hangs up while its run
+  waits takes the run out of the queue: it never starts. Trainers send many calls at once
+  (veRL: 64 per reward worker), so answering "busy" the moment the slots are taken would turn
+  most of their tests into failures.
+* Reward items wait without a bound of their own: a batch of hundreds of code items is normal
+  and must not be rejected; its size is bounded by ``max_batch_items``.
+
+``Retry-After`` is an estimate: the runs ahead, over the slots, times the mean run time.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
+import math
 import threading
-from collections.abc import Callable
+import time
+from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
-from referee.client.errors import RefereeError, ServiceUnavailable, TooManyRequests
+from referee.client.errors import GatewayTimeout, RefereeError, ServiceUnavailable
 from referee.client.models import RunLimits
 from referee.sandbox import (
     Limits,
@@ -58,6 +71,8 @@ class SandboxExecutor:
         self._pool = ThreadPoolExecutor(max_workers=self.slots, thread_name_prefix="sandbox")
         self._lock = threading.Lock()
         self._in_flight = 0  # admitted or queued runs
+        self._waiting_single = 0  # single runs queued, not started
+        self._mean_run_s = 0.1  # running mean of a run's time in its slot (for Retry-After)
 
     # -- start-up -----------------------------------------------------------------------------
     def start(self) -> None:
@@ -145,29 +160,106 @@ class SandboxExecutor:
         with self._lock:
             self._in_flight -= 1
 
+    def _timed(self, fn: Callable[..., T], *args: Any) -> T:
+        start = time.monotonic()
+        try:
+            return fn(*args)
+        finally:
+            took = time.monotonic() - start
+            with self._lock:
+                self._mean_run_s += 0.1 * (took - self._mean_run_s)
+
+    def retry_after_s(self) -> float:
+        """How long a caller turned away should wait: the queue ahead, served by the slots."""
+        with self._lock:
+            ahead = max(0, self._in_flight - self.slots) + 1
+            mean = self._mean_run_s
+        return float(min(30, max(1, math.ceil(ahead / self.slots * mean))))
+
     async def _run(self, fn: Callable[..., T], *args: Any) -> T:
         # The slot is freed when the thread is done (or the job is cancelled before it
         # started), not when the awaiting request goes away: a client that disconnects does not
         # make its still-running program invisible to admission.
         try:
-            future = self._pool.submit(fn, *args)
+            future = self._pool.submit(self._timed, fn, *args)
         except RuntimeError:  # shut down
             self._release()
             raise ServiceUnavailable("the server is shutting down") from None
         future.add_done_callback(lambda _: self._release())
         return await asyncio.wrap_future(future)
 
-    async def run_now(self, fn: Callable[..., T], *args: Any) -> T:
-        """Run ``fn(*args)`` in a free slot, or raise ``TooManyRequests`` if none is free."""
+    async def run_single(
+        self,
+        fn: Callable[..., T],
+        *args: Any,
+        gone: Callable[[], Awaitable[object]] | None = None,
+    ) -> T:
+        """Run ``fn(*args)`` once a slot is free, waiting at most ``sandbox_queue_wait_s`` for
+        it (then ``GatewayTimeout``); ``ServiceUnavailable`` if the queue is full. ``gone``
+        returns when the client has hung up: a run still waiting then leaves the queue."""
         self.require_backend()
+        depth = self.settings.sandbox_queue_depth
         with self._lock:
-            if self._in_flight >= self.slots:
-                raise TooManyRequests(
-                    f"all {self.slots} sandbox slots are busy; retry shortly "
-                    "(REFEREE_SANDBOX_SLOTS sets how many programs run at once)"
+            queued = self._in_flight >= self.slots
+            if queued and self._waiting_single >= depth:
+                full = True
+            else:
+                full = False
+                self._in_flight += 1
+                self._waiting_single += 1
+        if full:
+            raise ServiceUnavailable(
+                f"{depth} runs are already waiting for the {self.slots} sandbox slots; retry "
+                "later (REFEREE_SANDBOX_QUEUE_DEPTH)",
+                retry_after_s=self.retry_after_s(),
+            )
+        counted = True
+
+        def unwait() -> None:
+            nonlocal counted
+            with self._lock:
+                if counted:
+                    counted = False
+                    self._waiting_single -= 1
+
+        def in_slot() -> T:
+            unwait()
+            return self._timed(fn, *args)
+
+        try:
+            future = self._pool.submit(in_slot)
+        except RuntimeError:  # shut down
+            unwait()
+            self._release()
+            raise ServiceUnavailable("the server is shutting down") from None
+
+        def done(_: object) -> None:
+            unwait()
+            self._release()
+
+        future.add_done_callback(done)
+        result = asyncio.wrap_future(future)
+        hung_up = asyncio.ensure_future(gone()) if gone is not None else None
+        try:
+            watched: set[asyncio.Future[Any]] = {result}
+            if hung_up is not None:
+                watched.add(hung_up)
+            wait_s = self.settings.sandbox_queue_wait_s
+            await asyncio.wait(watched, timeout=wait_s, return_when=asyncio.FIRST_COMPLETED)
+            if not result.done() and future.cancel():  # still queued: it leaves, never runs
+                if hung_up is not None and hung_up.done():
+                    raise ServiceUnavailable("the client hung up before a sandbox slot was free")
+                raise GatewayTimeout(
+                    f"no sandbox slot came free in {wait_s:g} s ({self.slots} slots busy); "
+                    "retry (REFEREE_SANDBOX_QUEUE_WAIT_S sets the wait)",
+                    retry_after_s=self.retry_after_s(),
                 )
-            self._in_flight += 1
-        return await self._run(fn, *args)
+            return await result  # started: its own limits bound it
+        finally:
+            if hung_up is not None and not hung_up.done():
+                hung_up.cancel()
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await hung_up
 
     async def run_queued(self, fn: Callable[..., T], *args: Any) -> T:
         """Run ``fn(*args)`` when a slot frees up (reward items)."""

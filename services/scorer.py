@@ -13,9 +13,10 @@ has the synchronous PRM rollout budget; a job's chunk (:meth:`Scorer.score_job_c
 reports its rollouts and lets a PRM backend's failure raise, so the job can be retried.
 
 The pipeline, stage by stage: named graders expanded; group leaves (majority vote, the length
-penalty over its inner grader, scored by this same object); judge leaves; ``prm_mc`` leaves;
-code leaves on the sandbox executor, beside the other items on the check pool; per-group
-statistics; metrics; the procedural items' pass rates fed to the curriculum.
+penalty over its inner grader, scored by this same object); OpenAI-style graders lowered; judge
+leaves; ``prm_mc`` leaves; ``python`` graders and code leaves on the sandbox executor, beside
+the other items on the check pool; per-group statistics; metrics; the procedural items' pass
+rates fed to the curriculum.
 """
 
 from __future__ import annotations
@@ -37,11 +38,14 @@ from referee.services.curriculum import (
     procedural_outcomes,
     record_batch,
 )
+from referee.services.grader_tree import has_type
 from referee.services.group_grading import has_group_grader, resolve_group_leaves
 from referee.services.judge_grading import has_judge, require_judge, resolve_judge_leaves
 from referee.services.metrics import Metrics
 from referee.services.named_graders import GraderRegistry
+from referee.services.openai_graders import has_openai, lower
 from referee.services.prm_grading import has_prm, pool_check, require_policy, resolve_prm_leaves
+from referee.services.python_grading import resolve_python_leaves
 from referee.services.reward_batch import (
     PRMOptions,
     group_stats,
@@ -191,6 +195,8 @@ class Scorer:
                 # the inner batch: the same components and deadlines, counted once (no metrics)
                 lambda inner: self._batch(inner, pass_threshold, prm, None),
             )
+        if any(has_openai(g) for g in graders):  # OpenAI's multi/score_model/label_model objects
+            graders = [lower(g) for g in graders]
         if any(has_judge(g) for g in graders):
             graders = await resolve_judge_leaves(
                 graders, items, require_judge(self.judge), self.settings.judge_templates_dir
@@ -206,6 +212,8 @@ class Scorer:
                 progress=prm.progress,
                 propagate_errors=prm.propagate_errors,
             )
+        if self.sandbox is not None and any(has_type(g, {"python"}) for g in graders):
+            graders = await resolve_python_leaves(graders, responses, self.sandbox)
         code = [i for i, g in enumerate(graders) if has_code(g)]
         if code:
             if self.sandbox is None:
@@ -241,7 +249,7 @@ class Scorer:
         if metrics is not None:
             for g, res in zip(graders, results, strict=True):
                 outcome = str(res.details.get("outcome", "unknown"))
-                metrics.items.labels(g["type"], outcome).inc()
+                metrics.items.labels(g.get("of", g["type"]), outcome).inc()  # multi: its own
                 if outcome == "timeout":
                     metrics.check_timeouts.inc()
         return RewardsResponse(

@@ -100,8 +100,22 @@ class Settings(BaseSettings):
         default_factory=cpu_count,
         ge=1,
         le=1024,
-        description="Programs run at once. A /v1/sandbox/run or /run_code call that finds every "
-        "slot taken is answered 429; reward items wait for a slot.",
+        description="Programs run at once. Single runs (/v1/sandbox/run, /run_code) and reward "
+        "items wait for a free slot, first come first served.",
+    )
+    sandbox_queue_wait_s: float = Field(
+        15.0,
+        gt=0,
+        description="Longest a single run waits for a free slot before it is answered 504 with "
+        "Retry-After. veRL 0.9.1's SandboxFusion client allows a call compile_timeout + "
+        "run_timeout + 10 s (30 s at its defaults) and retries only 504: 15 s of waiting plus a "
+        "10 s run fits inside it.",
+    )
+    sandbox_queue_depth: int = Field(
+        1024,
+        ge=0,
+        description="Single runs that may wait for a slot at once; one more is answered 503 "
+        "with Retry-After (veRL: 64 calls per reward worker, 8 workers by default).",
     )
     sandbox_time_s: float = Field(5.0, gt=0, description="Default wall-clock limit of a run.")
     sandbox_max_time_s: float = Field(60.0, gt=0, description="Largest run limit a caller gets.")

@@ -182,6 +182,53 @@ VERDICTS = Verdicts(
 """What the judge is taught to answer: its scores, worked out by hand, are in the tests."""
 
 
+# OpenAI's score_model and label_model (tests/integration/api/test_exec_graders_api.py), judged as
+# the rubric graders referee maps them onto: their prompts are taught like the others.
+OPENAI_MESSAGES = [
+    {
+        "role": "system",
+        "content": "You grade answers to arithmetic questions about {{item.topic}}.",
+    },
+    {"role": "user", "content": "Grade this answer: {{sample.output_text}}"},
+]
+OPENAI_GRADERS: dict[str, dict[str, Any]] = {
+    "score_model": {
+        "type": "score_model",
+        "name": "rater",
+        "model": "gpt-4o-2024-08-06",
+        "input": OPENAI_MESSAGES,
+        "range": [0, 10],
+        "item": {"topic": "sums"},
+    },
+    "label_model": {
+        "type": "label_model",
+        "name": "labeler",
+        "model": "gpt-4o-mini",
+        "input": OPENAI_MESSAGES,
+        "item": {"topic": "sums"},
+        "labels": ["correct", "incorrect"],
+        "passing_labels": ["correct"],
+    },
+}
+
+
+def openai_rubric(kind: str) -> dict[str, Any]:
+    """The rubric grader referee judges OpenAI's ``kind`` grader with."""
+    from referee.client.models import RewardItem
+    from referee.services.openai_graders import lower
+
+    item = RewardItem(id="x", response="", grader=OPENAI_GRADERS[kind])  # type: ignore[arg-type]
+    rubric: dict[str, Any] = lower(item.grader.model_dump())["graders"][0]["grader"]
+    return rubric
+
+
+REQUESTS.append(JudgeRequest(QUESTION, (RIGHT, WRONG), openai_rubric("score_model")))
+REQUESTS.append(JudgeRequest(QUESTION, (RIGHT, WRONG), openai_rubric("label_model")))
+_LABEL_CRITERION = openai_rubric("label_model")["criteria"][0]["text"]
+VERDICTS.criterion[(_LABEL_CRITERION, RIGHT)] = "It is 4.\n[RESULT] Yes"
+VERDICTS.criterion[(_LABEL_CRITERION, WRONG)] = "It is not 4.\n[RESULT] No"
+
+
 def collect_lessons(
     requests: Sequence[JudgeRequest] = REQUESTS, verdicts: Verdicts = VERDICTS
 ) -> list[Lesson]:

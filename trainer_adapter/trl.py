@@ -42,7 +42,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ValidationError
 
 from referee.client.errors import RefereeError
-from referee.client.grader_specs import fill_grader, parse_grader
+from referee.client.grader_specs import fill_grader, fill_item, parse_grader
 from referee.client.models import INVALID_OUTCOMES, RewardItem, RewardsResponse
 from referee.client.sdk import AsyncRefereeClient, RefereeClient
 
@@ -201,7 +201,7 @@ class RefereeReward:
         reference = next(
             (row[c] for c in self.reference_columns if row.get(c) not in (None, "")), None
         )
-        return fill_grader(parse_grader(spec), reference, row.get("tests"))
+        return fill_item(fill_grader(parse_grader(spec), reference, row.get("tests")), row)
 
     def _build(
         self, prompts: Sequence[Any], completions: Sequence[Any], columns: Mapping[str, Any]

@@ -41,7 +41,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from referee.client.errors import RefereeError
-from referee.client.grader_specs import fill_grader, parse_grader, plain
+from referee.client.grader_specs import fill_grader, fill_item, parse_grader, plain
 from referee.client.models import RewardItem, RewardResult
 from referee.client.sdk import RefereeClient
 
@@ -102,6 +102,8 @@ def _item(
     if isinstance(extra, dict) and extra.get("index") is not None:
         group = f"{data_source}:{extra['index']}"
     grader = fill_grader(_grader(extra_info, kwargs), ground_truth)
+    row = {**(extra if isinstance(extra, dict) else {}), "ground_truth": ground_truth}
+    grader = fill_item(grader, {"data_source": data_source, **row})  # python/model graders
     prompt = extra.get("question", "") if isinstance(extra, dict) else ""
     return RewardItem.model_validate(
         {

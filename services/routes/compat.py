@@ -7,19 +7,28 @@ failed or the language is not available. Each result is ``{status: Finished | Er
 TimeLimitExceeded, execution_time, return_code, stdout, stderr}``; a run killed by a signal has
 ``return_code`` -signal, as Python's ``subprocess`` reports it. Limits: ``run_timeout`` and
 ``compile_timeout`` (seconds) and ``memory_limit_MB`` (-1: the server default), capped by the
-server's maxima. A full server answers 429 (a problem document) at once; veRL's client retries
-only 504, so it reports such a case as an API error rather than waiting.
+server's maxima. A call waits for a free sandbox slot (first come, first served) for up to
+``REFEREE_SANDBOX_QUEUE_WAIT_S``, then is answered 504 with ``Retry-After``, the one status
+veRL's client retries; a full queue is 503 with ``Retry-After``.
 """
 
 from __future__ import annotations
 
+from typing import Any
+
 from fastapi import APIRouter, Request
 
 from referee.client.errors import InvalidRequest
-from referee.client.models import RunCodeRequest, RunCodeResponse, RunCodeResult, RunLimits
+from referee.client.models import (
+    Problem,
+    RunCodeRequest,
+    RunCodeResponse,
+    RunCodeResult,
+    RunLimits,
+)
 from referee.sandbox import RunResult, RunStatus
 from referee.sandbox.process_io import cut_for_json
-from referee.services.routes.sandbox import checked_language, run_once
+from referee.services.routes.sandbox import checked_language, hang_up, run_once
 from referee.services.sandbox_executor import SandboxExecutor
 
 __all__ = ["ping_router", "router", "to_run_code_result"]
@@ -66,7 +75,25 @@ def to_run_code_result(run: RunResult, body_bytes: int | None = None) -> RunCode
     )
 
 
-@router.post("/run_code", response_model=RunCodeResponse, summary="SandboxFusion: run code")
+_QUEUE_PROBLEMS: dict[int | str, dict[str, Any]] = {
+    503: {
+        "model": Problem,
+        "description": "No isolation backend; or (with Retry-After) the slot queue is full",
+    },
+    504: {
+        "model": Problem,
+        "description": "No sandbox slot came free within REFEREE_SANDBOX_QUEUE_WAIT_S (with "
+        "Retry-After; veRL's client retries it)",
+    },
+}
+
+
+@router.post(
+    "/run_code",
+    response_model=RunCodeResponse,
+    summary="SandboxFusion: run code",
+    responses=_QUEUE_PROBLEMS,
+)
 async def run_code(body: RunCodeRequest, request: Request) -> RunCodeResponse:
     executor: SandboxExecutor = request.app.state.sandbox
     backend = executor.require_backend()
@@ -80,7 +107,7 @@ async def run_code(body: RunCodeRequest, request: Request) -> RunCodeResponse:
     memory = body.memory_limit_MB if body.memory_limit_MB > 0 else None
     limits = executor.limits(RunLimits(time_s=body.run_timeout, memory_mb=memory))
     try:
-        compiled, run = await executor.run_now(
+        compiled, run = await executor.run_single(
             run_once,
             backend,
             body.code,
@@ -88,6 +115,7 @@ async def run_code(body: RunCodeRequest, request: Request) -> RunCodeResponse:
             body.stdin or "",
             limits,
             executor.compile_limits(body.compile_timeout),
+            gone=hang_up(request),
         )
     except InvalidRequest as exc:  # a remote backend's node does not know the language
         return RunCodeResponse(status="SandboxError", message=exc.detail)

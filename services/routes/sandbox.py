@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from fastapi import APIRouter, Request
@@ -38,13 +39,21 @@ from referee.services.code_grading import grade_code, run_result_dict
 from referee.services.remote_sandbox import RemoteSandbox
 from referee.services.sandbox_executor import SandboxExecutor
 
-__all__ = ["router", "run_once"]
+__all__ = ["hang_up", "router", "run_once"]
 
 _PROBLEMS: dict[int | str, dict[str, Any]] = {
     401: {"model": Problem, "description": "Missing or unknown API key"},
     422: {"model": Problem, "description": "Invalid request (unknown language, ...)"},
-    429: {"model": Problem, "description": "Every sandbox slot is busy; retry after a moment"},
-    503: {"model": Problem, "description": "No isolation backend: code execution is refused"},
+    503: {
+        "model": Problem,
+        "description": "No isolation backend: code execution is refused; or (with Retry-After) "
+        "the queue for a sandbox slot is full",
+    },
+    504: {
+        "model": Problem,
+        "description": "No sandbox slot came free within REFEREE_SANDBOX_QUEUE_WAIT_S; retry "
+        "after Retry-After",
+    },
 }
 router = APIRouter(prefix="/v1/sandbox", tags=["sandbox"], responses=_PROBLEMS)
 
@@ -68,6 +77,17 @@ def run_once(
         return program.compile_result, program.run(stdin, limits)
 
 
+def hang_up(request: Request) -> Callable[[], Awaitable[object]]:
+    """A coroutine function that returns once the client of ``request`` has hung up (its body
+    is already read, so the next ASGI message is the disconnect)."""
+
+    async def gone() -> None:
+        while (await request.receive())["type"] != "http.disconnect":
+            pass
+
+    return gone
+
+
 def checked_language(language: str, backend: SandboxBackend | None = None) -> str:
     """The canonical name of an installed language, or ``InvalidRequest`` (422). A remote
     backend's node checks the language itself."""
@@ -83,8 +103,11 @@ def checked_language(language: str, backend: SandboxBackend | None = None) -> st
 async def sandbox_run(body: SandboxRunRequest, request: Request) -> SandboxRunResponse:
     """Compile (if the language needs it) and run the program once with `stdin`.
 
-    How the program ended is a result (`status`: ok, runtime_error, compile_error, time_limit,
-    memory_limit, output_limit, sandbox_error), never an error response.
+    The run waits for a free sandbox slot (first come, first served) for up to
+    `REFEREE_SANDBOX_QUEUE_WAIT_S`, then 504 with `Retry-After`; a full queue is 503 with
+    `Retry-After`. How the program ended is a result (`status`: ok, runtime_error,
+    compile_error, time_limit, memory_limit, output_limit, sandbox_error), never an error
+    response.
     """
     start = time.perf_counter()
     executor: SandboxExecutor = request.app.state.sandbox
@@ -92,8 +115,15 @@ async def sandbox_run(body: SandboxRunRequest, request: Request) -> SandboxRunRe
     language = checked_language(body.language, backend)
     limits = executor.limits(body.limits)
     compile_limits = executor.compile_limits(body.compile_time_s)
-    compiled, run = await executor.run_now(
-        run_once, backend, body.code, language, body.stdin, limits, compile_limits
+    compiled, run = await executor.run_single(
+        run_once,
+        backend,
+        body.code,
+        language,
+        body.stdin,
+        limits,
+        compile_limits,
+        gone=hang_up(request),
     )
     body_bytes = executor.settings.sandbox_output_bytes
     shown = run_result_dict(run, body_bytes)
@@ -112,7 +142,7 @@ async def sandbox_run(body: SandboxRunRequest, request: Request) -> SandboxRunRe
 )
 async def sandbox_grade(body: CodeGradeRequest, request: Request) -> CodeGradeResponse:
     """Find the program in `response`, compile it once and run every test of the grader, as for
-    a `code` item of `/v1/rewards` (waiting for a free slot rather than answering 429). This is
+    a `code` item of `/v1/rewards` (waiting for a free slot with no bound of its own). This is
     what a server with the `remote` sandbox backend asks its sandbox nodes for."""
     start = time.perf_counter()
     executor: SandboxExecutor = request.app.state.sandbox

@@ -160,9 +160,7 @@ def test_prm_job_in_a_weighted_grader_with_progress(prm_server: Any) -> None:
 def test_cancel_stops_a_running_job(prm_server: Any) -> None:
     # each item's first step is its own: no rollout of one is cached for the next, so the job
     # is still running when the cancel comes
-    items = [
-        dict(prm_item(i, n=16), response=f"Step 0: item {i}.\n" + SOLUTION) for i in range(40)
-    ]
+    items = [dict(prm_item(i, n=16), response=f"Step 0: item {i}.\n" + SOLUTION) for i in range(40)]
     with RefereeClient(prm_server.url) as client:
         job = client.submit(items, chunk_size=1)
         deadline = time.monotonic() + 120

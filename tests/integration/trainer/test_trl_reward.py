@@ -189,3 +189,39 @@ def test_unreachable_server_raises_or_gives_none() -> None:
 def test_bad_options() -> None:
     with pytest.raises(ValueError, match="failures"):
         reward_function("http://x", failures="drop")  # type: ignore[arg-type]
+
+
+def test_sql_and_tool_call_graders_through_trl(server: Server) -> None:
+    """Text-to-SQL and tool-call rows as TRL hands them over: the reference query or the
+    xLAM-style calls in the `answer` column, the grader given once."""
+    setup = "CREATE TABLE t(x INT); INSERT INTO t VALUES (1), (2), (3);"
+    sql_rows = [{"prompt": "How many rows?", "answer": "SELECT count(*) FROM t"}]
+    sql = reward_function(server.url, {"type": "sql", "setup": setup})
+    with trl_call(sql) as call:
+        out = call(sql_rows, ["```sql\nSELECT COUNT(x) FROM t\n```", "SELECT 2"], 2)
+    assert out[:, 0].tolist() == [1.0, 0.0]
+
+    calls = '[{"name": "add", "arguments": {"a": 1, "b": 2}}]'
+    tool_rows = [{"prompt": "Add 1 and 2 with the tool.", "answer": calls}]
+    tool = reward_function(server.url, {"type": "tool_call", "scoring": "partial"})
+    responses = [
+        '<tool_call>\n{"name": "add", "arguments": {"a": 1.0, "b": 2}}\n</tool_call>',
+        '<tool_call>\n{"name": "add", "arguments": {"a": 1, "b": 3}}\n</tool_call>',
+    ]
+    with trl_call(tool) as call:
+        out = call(tool_rows, responses, 2)
+    # the second: name 1, parameter names 1, one of two values -> 3 / (1 + 1 + 2)
+    assert out[:, 0].tolist() == [1.0, 0.75]
+
+
+def test_python_grader_reads_the_row_as_item(server: Server) -> None:
+    """OpenAI's python grader through TRL: `item` is the dataset row (its columns)."""
+    source = (
+        "def grade(sample, item):\n"
+        "    return 1.0 if sample['output_text'].strip() == item['answer'] else 0.0\n"
+    )
+    reward = reward_function(server.url, {"type": "python", "source": source})
+    rows = [{"prompt": "6 x 7?", "answer": "42"}, {"prompt": "2 + 2?", "answer": "4"}]
+    with trl_call(reward) as call:
+        out = call(rows, ["42", "41", "4", "5"], 2)
+    assert out[:, 0].tolist() == [1.0, 0.0, 1.0, 0.0]

@@ -138,3 +138,18 @@ def test_url_from_the_environment(
     monkeypatch.setenv("REFEREE_URL", server.url)
     monkeypatch.setenv("REFEREE_GRADER", json.dumps({"type": "multiple_choice"}))
     assert module.compute_score("m", "(C)", "C")["score"] == 1.0
+
+
+def test_python_grader_reads_the_sample_as_item(module: ModuleType, server: Server) -> None:
+    """OpenAI's python grader through veRL's compute_score: `item` is the sample's extra_info
+    with its ground_truth and data_source."""
+    source = (
+        "def grade(sample, item):\n"
+        "    ok = sample['output_text'] == item['ground_truth'] and item['split'] == 'train'\n"
+        "    return 1.0 if ok and item['data_source'] == 'calc' else 0.0\n"
+    )
+    score = bound(
+        module.compute_score, referee_url=server.url, grader={"type": "python", "source": source}
+    )
+    assert score("calc", "42", "42", {"split": "train"})["score"] == 1.0
+    assert score("calc", "41", "42", {"split": "train"})["score"] == 0.0

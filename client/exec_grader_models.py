@@ -1,0 +1,214 @@
+"""Wire schema of the graders that execute something or read structure: ``sql``, ``tool_call``,
+``python`` (OpenAI's python grader, run in the sandbox), and OpenAI's ``score_model`` and
+``label_model`` grader objects (mapped onto referee's judge). ``multi`` lives in
+:mod:`referee.client.models` (it nests graders). Re-exported there; import them from there.
+
+The OpenAI shapes are accepted as OpenAI documents them (``name``, ``model``, ``input``,
+``range``, ``labels``, ``passing_labels``, ``image_tag``, ``sampling_params``), so a team's
+existing grader definitions work unchanged; fields referee cannot honour are accepted and
+reported (see docs/graders.md).
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+__all__ = [
+    "FORMULA_FUNCTIONS",
+    "LabelModelGrader",
+    "PythonGrader",
+    "SQLGrader",
+    "ScoreModelGrader",
+    "ToolCallGrader",
+    "ToolCallSpec",
+    "check_formula",
+]
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class SQLGrader(_Model):
+    """Text-to-SQL execution match: the response's query and `reference` run on the database
+    `setup` builds (a fresh, read-only in-memory SQLite copy per check); the result sets are
+    compared as multisets, or in order when the reference has ORDER BY."""
+
+    type: Literal["sql"] = "sql"
+    setup: str = Field(
+        ...,
+        max_length=2_000_000,
+        description="SQL statements that build the database (CREATE TABLE, INSERT ...).",
+        examples=["CREATE TABLE t(x INT); INSERT INTO t VALUES (1), (2);"],
+    )
+    reference: str = Field(
+        ..., min_length=1, max_length=100_000, examples=["SELECT count(*) FROM t"]
+    )
+    ordered: bool | None = Field(
+        None, description="Compare rows in order; default: when the reference has ORDER BY."
+    )
+    float_digits: int = Field(6, ge=0, le=15, description="Floats are rounded to this.")
+    extract: Literal["auto", "none"] = Field(
+        "auto",
+        description="`auto`: the last ```sql block, else the last fenced block, else the text "
+        "(after </think>); `none`: the whole response is the query.",
+    )
+    timeout_s: float = Field(2.0, gt=0, le=30, description="Deadline of each statement.")
+    max_rows: int = Field(10_000, ge=1, le=1_000_000, description="Rows read back per query.")
+
+
+class ToolCallSpec(_Model):
+    name: str = Field(..., min_length=1, max_length=256, examples=["get_weather"])
+    arguments: dict[str, Any] = Field(default_factory=dict, examples=[{"city": "Paris"}])
+
+
+class ToolCallGrader(_Model):
+    """The response's tool calls (OpenAI `tool_calls`, Hermes `<tool_call>` JSON, or a JSON
+    object/list in the text) against the reference calls: names, arguments equal as JSON values
+    (numbers by value; omitted arguments take `tools`' defaults), in any order unless
+    `ordered`. `exact`: all or nothing; `partial`: ToolRL's match normalised to [0, 1];
+    `toolrl`: ToolRL's reward in [-3, 4]."""
+
+    type: Literal["tool_call"] = "tool_call"
+    reference: list[ToolCallSpec] = Field(
+        ...,
+        max_length=64,
+        description="The expected calls; an empty list: no call should be made.",
+    )
+    scoring: Literal["exact", "partial", "toolrl"] = "exact"
+    ordered: bool = Field(False, description="Parallel calls must come in the reference order.")
+    tools: list[dict[str, Any]] | None = Field(
+        None,
+        max_length=256,
+        description="Tool definitions (OpenAI `{type: function, function: {...}}` or xLAM "
+        "`{name, parameters}`); an argument left out equals its declared `default`.",
+    )
+
+
+class PythonGrader(_Model):
+    """OpenAI's python grader: `source` defines `grade(sample, item) -> float`, run in the
+    sandbox (no network, a time and memory limit). `sample` has `output_text`, `output_json`
+    (the response parsed as JSON, or null), `output_tools` (its tool calls) and `choices`;
+    `item` is the row. A grader that raises, runs out of time or returns something that is not
+    a number in [0, 1] gives score null with `valid: false` and the reason."""
+
+    type: Literal["python"] = "python"
+    source: str = Field(
+        ...,
+        min_length=1,
+        max_length=256_000,
+        examples=["def grade(sample, item):\n    return float(sample['output_text'] == item['a'])"],
+    )
+    name: str | None = Field(None, max_length=256)
+    image_tag: str | None = Field(
+        None, max_length=256, description="Accepted for OpenAI compatibility; not used."
+    )
+    item: dict[str, Any] = Field(
+        default_factory=dict, description="The row `grade` receives as `item`."
+    )
+    pass_threshold: float | None = Field(None, ge=0, le=1, description="Reported in details.")
+    timeout_s: float = Field(10.0, gt=0, le=60, description="Wall-clock limit of the grader.")
+    memory_mb: int = Field(512, ge=64, le=4096)
+
+
+class _OpenAIModelGrader(_Model):
+    name: str | None = Field(None, max_length=256)
+    model: str | None = Field(
+        None, max_length=256, description="Accepted; the server's judge model is used."
+    )
+    input: list[dict[str, Any]] = Field(
+        ...,
+        min_length=1,
+        max_length=64,
+        description="OpenAI's messages (`role`, `content`); `{{sample.output_text}}` and "
+        "`{{item.*}}` templates are filled in.",
+    )
+    item: dict[str, Any] = Field(
+        default_factory=dict, description="The row the `{{item.*}}` templates read."
+    )
+    sampling_params: dict[str, Any] | None = Field(None, description="Accepted; not used.")
+
+
+class ScoreModelGrader(_OpenAIModelGrader):
+    """OpenAI's score_model grader, mapped onto referee's `rubric` judge (implicit mode) with
+    the grader's messages as the rubric; the judge's 0-1 rating is scaled to `range`."""
+
+    type: Literal["score_model"] = "score_model"
+    range: list[float] = Field(default_factory=lambda: [0.0, 1.0], min_length=2, max_length=2)
+    pass_threshold: float | None = Field(None, description="Reported in details.")
+
+    @field_validator("range")
+    @classmethod
+    def _increasing(cls, value: list[float]) -> list[float]:
+        if not value[0] < value[1]:
+            raise ValueError("range is [low, high] with low < high")
+        return value
+
+
+class LabelModelGrader(_OpenAIModelGrader):
+    """OpenAI's label_model grader, mapped onto referee's `rubric` judge: one criterion, "the
+    label the instructions give is one of `passing_labels`"; 1.0 when met, else 0.0."""
+
+    type: Literal["label_model"] = "label_model"
+    labels: list[str] = Field(..., min_length=1, max_length=64)
+    passing_labels: list[str] = Field(..., min_length=1, max_length=64)
+
+    @model_validator(mode="after")
+    def _passing_subset(self) -> LabelModelGrader:
+        unknown = set(self.passing_labels) - set(self.labels)
+        if unknown:
+            raise ValueError(f"passing_labels must be among labels: {sorted(unknown)}")
+        return self
+
+
+FORMULA_FUNCTIONS = ("min", "max", "abs", "floor", "ceil", "exp", "sqrt", "log")
+_FORMULA_NODES = (
+    ast.Expression,
+    ast.BinOp,
+    ast.UnaryOp,
+    ast.Call,
+    ast.Name,
+    ast.Load,
+    ast.Constant,
+    ast.Add,
+    ast.Sub,
+    ast.Mult,
+    ast.Div,
+    ast.Pow,
+    ast.BitXor,
+    ast.USub,
+    ast.UAdd,
+)
+
+
+def check_formula(formula: str, names: set[str]) -> ast.Expression:
+    """The parsed ``calculate_output`` formula, or ValueError saying what is not allowed:
+    numbers, the graders' names, + - * / ^ (power, as OpenAI's ``^``) and
+    :data:`FORMULA_FUNCTIONS`."""
+    if len(formula) > 2_000:
+        raise ValueError("calculate_output is longer than 2000 characters")
+    try:
+        tree = ast.parse(formula.replace("**", "^"), mode="eval")
+    except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
+        raise ValueError(f"calculate_output does not parse: {exc}") from None
+    for node in ast.walk(tree):
+        if not isinstance(node, _FORMULA_NODES):
+            raise ValueError(f"calculate_output may not use {type(node).__name__}")
+        if isinstance(node, ast.Constant) and (
+            isinstance(node.value, bool) or not isinstance(node.value, int | float)
+        ):
+            raise ValueError(f"calculate_output constants are numbers, not {node.value!r}")
+        if isinstance(node, ast.Call):
+            if not isinstance(node.func, ast.Name) or node.func.id not in FORMULA_FUNCTIONS:
+                raise ValueError(f"calculate_output calls only {', '.join(FORMULA_FUNCTIONS)}")
+            if node.keywords or not node.args:
+                raise ValueError("calculate_output functions take positional arguments")
+        elif isinstance(node, ast.Name) and node.id not in names | set(FORMULA_FUNCTIONS):
+            raise ValueError(
+                f"calculate_output names {node.id!r}, which is not one of the graders "
+                f"({', '.join(sorted(names))})"
+            )
+    return tree

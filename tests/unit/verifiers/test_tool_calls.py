@@ -1,0 +1,240 @@
+"""The ``tool_call`` grader: calls read from OpenAI, Hermes and xLAM shapes; ToolRL's scores."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from referee.client.grader_specs import fill_grader
+from referee.verifiers.tool_calls import grade_tool_calls, parse_tool_calls, values_equal
+
+WEATHER = {"name": "get_weather", "arguments": {"city": "Paris", "unit": "celsius"}}
+TIME = {"name": "get_time", "arguments": {"timezone": "Europe/Paris"}}
+
+
+def openai_message(*calls: dict[str, Any], string_args: bool = True) -> str:
+    """An OpenAI chat completion's assistant message, as a trainer would serialise it."""
+    return json.dumps(
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {
+                    "id": f"call_{i}",
+                    "type": "function",
+                    "function": {
+                        "name": c["name"],
+                        "arguments": json.dumps(c["arguments"]) if string_args else c["arguments"],
+                    },
+                }
+                for i, c in enumerate(calls)
+            ],
+        }
+    )
+
+
+def hermes(*calls: dict[str, Any], think: bool = True) -> str:
+    """Qwen/Hermes chat-template output: <tool_call> blocks after the reasoning."""
+    blocks = "\n".join(f"<tool_call>\n{json.dumps(c)}\n</tool_call>" for c in calls)
+    return ("<think>\nThe user wants the weather.\n</think>\n\n" if think else "") + blocks
+
+
+# (response, reference, scoring, expected score)
+CASES: list[tuple[str, list[dict[str, Any]], str, float]] = [
+    (openai_message(WEATHER), [WEATHER], "exact", 1.0),
+    (openai_message(WEATHER, string_args=False), [WEATHER], "exact", 1.0),
+    (hermes(WEATHER), [WEATHER], "exact", 1.0),
+    (hermes(WEATHER, think=False), [WEATHER], "exact", 1.0),
+    # parallel calls in another order
+    (openai_message(TIME, WEATHER), [WEATHER, TIME], "exact", 1.0),
+    (hermes(TIME, WEATHER), [WEATHER, TIME], "exact", 1.0),
+    # a JSON object in prose, a fenced block, xLAM's list of calls
+    ("Calling it now: " + json.dumps(WEATHER) + " - done.", [WEATHER], "exact", 1.0),
+    ("```json\n" + json.dumps([WEATHER, TIME]) + "\n```", [WEATHER, TIME], "exact", 1.0),
+    (
+        json.dumps([{"name": "get_weather", "parameters": WEATHER["arguments"]}]),
+        [WEATHER],
+        "exact",
+        1.0,
+    ),
+    # numbers by value, not by spelling
+    (
+        hermes({"name": "f", "arguments": {"n": 3.0}}),
+        [{"name": "f", "arguments": {"n": 3}}],
+        "exact",
+        1.0,
+    ),
+    (
+        hermes({"name": "f", "arguments": {"n": True}}),
+        [{"name": "f", "arguments": {"n": 1}}],
+        "exact",
+        0.0,
+    ),
+    (
+        hermes({"name": "f", "arguments": {"n": "3"}}),
+        [{"name": "f", "arguments": {"n": 3}}],
+        "exact",
+        0.0,
+    ),
+    # wrong value, wrong name, missing call, an extra call
+    (
+        hermes({**WEATHER, "arguments": {"city": "Lyon", "unit": "celsius"}}),
+        [WEATHER],
+        "exact",
+        0.0,
+    ),
+    (hermes({**WEATHER, "name": "weather"}), [WEATHER], "exact", 0.0),
+    (hermes(WEATHER), [WEATHER, TIME], "exact", 0.0),
+    (hermes(WEATHER, TIME), [WEATHER], "exact", 0.0),
+    ("The weather in Paris is nice.", [WEATHER], "exact", 0.0),
+    # ToolRL partial credit: (r_name + r_param + r_value) / S_max, S_max = 1 + |G| + sum |args|
+    # one of two calls right: r_name = 1/2, r_param = 1, r_value = 1 -> 2.5 / 6
+    (hermes(TIME), [WEATHER, TIME], "partial", 2.5 / 6),
+    # right tool, one of two values right: r_name 1, r_param 1, r_value 1 -> 3 / 4
+    (
+        hermes({**WEATHER, "arguments": {"city": "Paris", "unit": "kelvin"}}),
+        [WEATHER],
+        "partial",
+        3 / 4,
+    ),
+    # an argument left out: r_param 1/2, r_value 1 -> 2.5 / 4
+    (hermes({**WEATHER, "arguments": {"city": "Paris"}}), [WEATHER], "partial", 2.5 / 4),
+    # ToolRL's raw reward: R_format (1) + 6 * match / S_max - 3
+    (hermes(WEATHER), [WEATHER], "toolrl", 4.0),
+    (hermes({**WEATHER, "arguments": {"city": "Paris"}}), [WEATHER], "toolrl", 1 + 6 * 2.5 / 4 - 3),
+    ("no call at all", [WEATHER], "toolrl", -3.0),
+    # an empty reference: the right answer is not to call a tool
+    ("It is sunny.", [], "exact", 1.0),
+    (hermes(WEATHER), [], "exact", 0.0),
+    ("It is sunny.", [], "toolrl", 1.0),
+    (hermes(WEATHER), [], "toolrl", 0.0),
+]
+
+
+@pytest.mark.parametrize(("response", "reference", "scoring", "expected"), CASES)
+def test_cases(
+    response: str, reference: list[dict[str, Any]], scoring: Any, expected: float
+) -> None:
+    result = grade_tool_calls(response, reference, scoring=scoring)
+    assert result.score == pytest.approx(expected), result
+
+
+def test_formats_are_reported() -> None:
+    assert parse_tool_calls(openai_message(WEATHER))[1] == "openai"
+    assert parse_tool_calls(hermes(WEATHER))[1] == "hermes"
+    assert parse_tool_calls(json.dumps(WEATHER))[1] == "json"
+    assert parse_tool_calls("no call") == ([], None)
+    # an unclosed final <tool_call> (generation cut at the stop token) still counts
+    assert parse_tool_calls('<tool_call>\n{"name": "f", "arguments": {}}')[0][0].name == "f"
+
+
+def test_ordered_requires_the_reference_order() -> None:
+    response = hermes(TIME, WEATHER)
+    assert grade_tool_calls(response, [WEATHER, TIME], ordered=True).score == 0.0
+    assert grade_tool_calls(hermes(WEATHER, TIME), [WEATHER, TIME], ordered=True).score == 1.0
+
+
+def test_defaults_from_tool_definitions() -> None:
+    short = hermes({"name": "get_weather", "arguments": {"city": "Paris"}})
+    openai_tools = [
+        {
+            "type": "function",
+            "function": {
+                "name": "get_weather",
+                "parameters": {
+                    "type": "object",
+                    "properties": {
+                        "city": {"type": "string"},
+                        "unit": {"type": "string", "default": "celsius"},
+                    },
+                    "required": ["city"],
+                },
+            },
+        }
+    ]
+    # xLAM's tool shape: parameters map straight to {type, description, default}
+    xlam_tools = [
+        {
+            "name": "get_weather",
+            "description": "Current weather",
+            "parameters": {
+                "city": {"type": "str", "description": "City"},
+                "unit": {"type": "str", "description": "Unit", "default": "celsius"},
+            },
+        }
+    ]
+    assert grade_tool_calls(short, [WEATHER]).score == 0.0
+    assert grade_tool_calls(short, [WEATHER], tools=openai_tools).score == 1.0
+    assert grade_tool_calls(short, [WEATHER], tools=xlam_tools).score == 1.0
+    # a default is not a wildcard: another value still differs
+    other = hermes({"name": "get_weather", "arguments": {"city": "Paris", "unit": "kelvin"}})
+    assert grade_tool_calls(other, [WEATHER], tools=openai_tools).score == 0.0
+
+
+def test_xlam_row_shape() -> None:
+    """A row shaped as Salesforce's xlam-function-calling-60k: `tools` and `answers` are JSON
+    strings; the grader takes the row's answers as its reference."""
+    row = {
+        "query": "Where can I find live giveaways for beta access and games?",
+        "tools": json.dumps(
+            [
+                {
+                    "name": "live_giveaways_by_type",
+                    "description": "Retrieve live giveaways from the GamerPower API.",
+                    "parameters": {
+                        "type": {
+                            "description": "Type of giveaways",
+                            "type": "str",
+                            "default": "game",
+                        }
+                    },
+                }
+            ]
+        ),
+        "answers": json.dumps(
+            [
+                {"name": "live_giveaways_by_type", "arguments": {"type": "beta"}},
+                {"name": "live_giveaways_by_type", "arguments": {"type": "game"}},
+            ]
+        ),
+    }
+    grader = fill_grader({"type": "tool_call", "tools": json.loads(row["tools"])}, row["answers"])
+    response = hermes(
+        {"name": "live_giveaways_by_type", "arguments": {}},
+        {"name": "live_giveaways_by_type", "arguments": {"type": "beta"}},
+    )
+    result = grade_tool_calls(response, grader["reference"], tools=grader["tools"])
+    assert result.score == 1.0, result  # {} takes the default "game"
+
+
+def test_values_equal() -> None:
+    assert values_equal({"a": [1, 2.0]}, {"a": [1.0, 2]})
+    assert not values_equal([1, 2], [2, 1])
+    assert not values_equal(0, False)
+    assert not values_equal(None, 0)
+    assert values_equal(None, None)
+
+
+def test_hostile_response_is_bounded() -> None:
+    deep = "[" * 100_000 + "]" * 100_000
+    assert grade_tool_calls(deep, [WEATHER]).outcome == "no_call"
+    many = hermes(*([WEATHER] * 500))
+    result = grade_tool_calls(many, [WEATHER], scoring="partial")
+    assert len(result.calls) == 64 and result.score < 1.0
+    braces = "{" * 50_000
+    assert grade_tool_calls(braces, [WEATHER]).outcome == "no_call"
+    # unclosed objects, each read far before it fails: the scan's budget stops the search
+    unclosed = "".join('{"x": [' + "1," * 5000 for _ in range(400))
+    assert grade_tool_calls(unclosed, [WEATHER]).outcome == "no_call"
+
+
+def test_registered_tool_call_grader_takes_each_items_calls() -> None:
+    from referee.services.named_graders import GraderRegistry
+
+    registry = GraderRegistry({"calls": {"type": "tool_call", "scoring": "partial"}})
+    expanded = registry.expand({"type": "named", "name": "calls", "reference": json.dumps([TIME])})
+    assert expanded["reference"] == [TIME]
+    with pytest.raises(ValueError, match="scoring"):
+        GraderRegistry({"bad": {"type": "tool_call", "scoring": "nope"}})

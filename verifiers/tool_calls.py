@@ -1,0 +1,369 @@
+"""Tool-call rewards: the calls a response makes against the reference calls.
+
+    >>> from referee.verifiers.tool_calls import grade_tool_calls
+    >>> reply = '<tool_call>{"name": "get_weather", "arguments": {"city": "Paris"}}</tool_call>'
+    >>> grade_tool_calls(reply, [{"name": "get_weather", "arguments": {"city": "Paris"}}]).score
+    1.0
+
+Calls are read from the shapes models and trainers produce: an OpenAI assistant message (or a
+list of them) with ``tool_calls`` (``{"type": "function", "function": {"name", "arguments"}}``,
+``arguments`` a JSON string or an object), the legacy ``function_call``, Hermes/Qwen
+``<tool_call>{json}</tool_call>`` blocks, or a JSON object or list of ``{"name", "arguments"}``
+(xLAM's answer shape; ``parameters`` is read as ``arguments``) in the text or a fenced block.
+
+Arguments are equivalent when they are equal JSON values with numbers by value (``1 == 1.0``;
+a bool is not a number). With ``tools`` (OpenAI function definitions or xLAM's ``{"name",
+"parameters": {arg: {"default": ...}}}``), an argument left out equals its declared default.
+Parallel calls are matched in any order (the best assignment) unless ``ordered``.
+
+Scoring (``scoring``):
+- ``exact``: 1.0 when every reference call is matched by a call with the same name and
+  equivalent arguments and there are no other calls, else 0.0.
+- ``partial``: ToolRL's correctness match normalised to [0, 1]: (r_name + r_param + r_value) /
+  S_max, where r_name is the Jaccard overlap of the called and the reference tool names, and
+  for each reference call matched to a call of the same name r_param is the Jaccard overlap of
+  their argument names and r_value counts the reference arguments whose value is equal;
+  S_max = 1 + |reference calls| + Σ |reference arguments|.
+- ``toolrl``: ToolRL's reward as the paper defines it, R_format + R_correct in [-3, 4], with
+  R_format = 1 when the calls could be read and R_correct = 6 · match / S_max - 3.
+(Qian et al., "ToolRL: Reward is All Tool Learning Needs", 2025, arXiv:2504.13958.)
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import math
+import re
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Final, Literal
+
+from referee.verifiers.fences import fenced_blocks
+
+__all__ = [
+    "TOOL_CALL_OUTCOMES",
+    "ToolCall",
+    "ToolCallResult",
+    "defaults_from_tools",
+    "grade_tool_calls",
+    "parse_tool_calls",
+    "values_equal",
+]
+
+TOOL_CALL_OUTCOMES: Final = ("correct", "partial", "wrong", "no_call", "bad_reference")
+MAX_CALLS = 64
+_SCAN_BUDGET = 4_000_000
+"""Characters the search for a JSON object in prose may read in all (each failed attempt reads
+up to where it failed), so a response full of unclosed brackets costs linear time."""
+_EXHAUSTIVE = 7  # best assignment by trying every one up to this many calls; greedy beyond
+Scoring = Literal["exact", "partial", "toolrl"]
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCall:
+    name: str
+    arguments: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallResult:
+    score: float
+    outcome: str
+    calls: list[dict[str, Any]] = field(default_factory=list)
+    """The calls read from the response."""
+    matches: list[dict[str, Any]] = field(default_factory=list)
+    """Per reference call: the call it was matched to and what agreed."""
+    format: str | None = None
+    """Where the calls were read from: ``openai``, ``hermes`` or ``json``."""
+    reason: str | None = None
+    match_score: float | None = None
+    """r_name + r_param + r_value of the best assignment, and its maximum ``s_max``."""
+    s_max: float | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        data = {
+            "score": self.score,
+            "outcome": self.outcome,
+            "format": self.format,
+            "calls": self.calls,
+            "matches": self.matches,
+            "reason": self.reason,
+            "match_score": self.match_score,
+            "s_max": self.s_max,
+        }
+        return {k: v for k, v in data.items() if v is not None}
+
+
+# --- reading calls ------------------------------------------------------------------------
+
+
+def _arguments(raw: Any) -> dict[str, Any] | None:
+    if raw is None:
+        return {}
+    if isinstance(raw, str):
+        try:
+            raw = json.loads(raw) if raw.strip() else {}
+        except (json.JSONDecodeError, RecursionError):
+            return None
+    return dict(raw) if isinstance(raw, Mapping) else None
+
+
+def _call(obj: Any) -> ToolCall | None:
+    """One call from ``{"name", "arguments"}``, ``{"function": {...}}`` or ``function_call``."""
+    if not isinstance(obj, Mapping):
+        return None
+    if isinstance(obj.get("function"), Mapping):
+        obj = obj["function"]
+    name = obj.get("name")
+    if not isinstance(name, str) or not name:
+        return None
+    raw = obj.get("arguments", obj.get("parameters"))
+    args = _arguments(raw)
+    return None if args is None else ToolCall(name, args)
+
+
+def _calls_from_json(value: Any) -> list[ToolCall] | None:
+    """Calls from a parsed JSON value, or None when it holds none."""
+    if isinstance(value, Mapping):
+        if isinstance(value.get("tool_calls"), list):
+            found = [_call(c) for c in value["tool_calls"]]
+            return [c for c in found if c is not None] if any(found) else None
+        if isinstance(value.get("function_call"), Mapping):
+            one = _call(value["function_call"])
+            return None if one is None else [one]
+        one = _call(value)
+        return None if one is None else [one]
+    if isinstance(value, list) and value:
+        out: list[ToolCall] = []
+        for entry in value:
+            inner = _calls_from_json(entry)
+            if inner is None:
+                return None
+            out.extend(inner)
+        return out
+    return None
+
+
+def _loads(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except (json.JSONDecodeError, RecursionError):
+        return None
+
+
+def _embedded_json(text: str) -> list[ToolCall] | None:
+    """The first JSON object or list in the text that holds calls."""
+    decoder = json.JSONDecoder()
+    tries, budget = 0, _SCAN_BUDGET
+    for m in re.finditer(r"[\[{]", text):
+        tries += 1
+        if tries > 200 or budget <= 0:
+            break
+        try:
+            value, end = decoder.raw_decode(text, m.start())
+        except json.JSONDecodeError as exc:
+            budget -= max(1, exc.pos - m.start())  # how far the failed attempt read
+            continue
+        except RecursionError:
+            continue
+        budget -= end - m.start()
+        calls = _calls_from_json(value)
+        if calls is not None:
+            return calls
+    return None
+
+
+def _openai_shaped(value: Any) -> bool:
+    if isinstance(value, list):
+        return any(_openai_shaped(v) for v in value)
+    if not isinstance(value, Mapping):
+        return False
+    return "tool_calls" in value or "function_call" in value or "function" in value
+
+
+def parse_tool_calls(response: str) -> tuple[list[ToolCall], str | None]:
+    """The calls in a response and where they were found (``None``: none found)."""
+    text = response.rsplit("</think>", 1)[-1].strip()
+    whole = _loads(text)
+    if whole is not None:
+        calls = _calls_from_json(whole)
+        if calls is not None:
+            return calls[:MAX_CALLS], "openai" if _openai_shaped(whole) else "json"
+    if "<tool_call>" in text:
+        calls = []
+        for part in text.split("<tool_call>")[1:]:  # an unclosed last block counts
+            body = part.split("</tool_call>", 1)[0].strip()
+            found = _calls_from_json(_loads(body))
+            calls.extend(found or [])
+        if calls:
+            return calls[:MAX_CALLS], "hermes"
+    for _language, body in fenced_blocks(text):
+        found = _calls_from_json(_loads(body.strip()))
+        if found:
+            return found[:MAX_CALLS], "json"
+    found = _embedded_json(text)
+    if found:
+        return found[:MAX_CALLS], "json"
+    return [], None
+
+
+# --- comparing ----------------------------------------------------------------------------
+
+
+def values_equal(a: Any, b: Any) -> bool:
+    """JSON values equal, numbers by value (a bool is not a number)."""
+    if isinstance(a, bool) or isinstance(b, bool):
+        return type(a) is type(b) and a == b
+    if isinstance(a, int | float) and isinstance(b, int | float):
+        return math.isclose(a, b, rel_tol=1e-9, abs_tol=0.0) or a == b
+    if isinstance(a, str) or isinstance(b, str):
+        return bool(a == b)
+    if isinstance(a, Mapping) and isinstance(b, Mapping):
+        return a.keys() == b.keys() and all(values_equal(a[k], b[k]) for k in a)
+    if isinstance(a, list | tuple) and isinstance(b, list | tuple):
+        return len(a) == len(b) and all(values_equal(x, y) for x, y in zip(a, b, strict=True))
+    return bool(a == b)
+
+
+def defaults_from_tools(tools: Sequence[Mapping[str, Any]] | None) -> dict[str, dict[str, Any]]:
+    """Declared argument defaults by tool name, from OpenAI or xLAM tool definitions."""
+    out: dict[str, dict[str, Any]] = {}
+    for tool in tools or ():
+        spec = tool.get("function", tool) if isinstance(tool, Mapping) else None
+        if not isinstance(spec, Mapping) or not isinstance(spec.get("name"), str):
+            continue
+        params = spec.get("parameters") or {}
+        props = params.get("properties", params) if isinstance(params, Mapping) else {}
+        defaults = {
+            k: v["default"]
+            for k, v in (props.items() if isinstance(props, Mapping) else ())
+            if isinstance(v, Mapping) and "default" in v
+        }
+        out[spec["name"]] = defaults
+    return out
+
+
+def _with_defaults(call: ToolCall, defaults: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
+    return {**defaults.get(call.name, {}), **call.arguments}
+
+
+@dataclass(frozen=True, slots=True)
+class _Pair:
+    param: float  # Jaccard overlap of argument names
+    values: int  # reference arguments with equal values
+    exact: bool
+
+
+def _pair(got: ToolCall, want: ToolCall, defaults: Mapping[str, Mapping[str, Any]]) -> _Pair:
+    if got.name != want.name:
+        return _Pair(0.0, 0, False)
+    g, w = _with_defaults(got, defaults), _with_defaults(want, defaults)
+    union = g.keys() | w.keys()
+    param = len(g.keys() & w.keys()) / len(union) if union else 1.0
+    values = sum(1 for k in w if k in g and values_equal(g[k], w[k]))
+    exact = g.keys() == w.keys() and values == len(w)
+    return _Pair(param, values, exact)
+
+
+def _assign(
+    got: list[ToolCall],
+    want: list[ToolCall],
+    pairs: list[list[_Pair]],
+    ordered: bool,
+) -> list[int | None]:
+    """For each reference call, the index of the call matched to it (or None)."""
+    value = [[p.param + p.values + (1e-6 if p.exact else 0.0) for p in row] for row in pairs]
+    n, m = len(want), len(got)
+    if ordered:
+        return [j if j < m else None for j in range(n)]
+    if min(n, m) <= _EXHAUSTIVE and max(n, m) <= _EXHAUSTIVE + 2:
+        best: tuple[float, list[int | None]] = (-1.0, [None] * n)
+        if n <= m:
+            for perm in itertools.permutations(range(m), n):
+                total = sum(value[i][perm[i]] for i in range(n))
+                if total > best[0]:
+                    best = (total, list(perm))
+        else:
+            for perm in itertools.permutations(range(n), m):
+                total = sum(value[perm[j]][j] for j in range(m))
+                if total > best[0]:
+                    chosen: list[int | None] = [None] * n
+                    for j in range(m):
+                        chosen[perm[j]] = j
+                    best = (total, chosen)
+        return best[1]
+    chosen = [None] * n
+    taken: set[int] = set()
+    order = sorted(((value[i][j], i, j) for i in range(n) for j in range(m)), key=lambda t: -t[0])
+    for _v, i, j in order:
+        if chosen[i] is None and j not in taken:
+            chosen[i] = j
+            taken.add(j)
+    return chosen
+
+
+def _reference(reference: Sequence[Any]) -> list[ToolCall] | None:
+    calls = [_call(r) for r in reference]
+    return None if any(c is None for c in calls) else [c for c in calls if c is not None]
+
+
+def grade_tool_calls(
+    response: str,
+    reference: Sequence[Mapping[str, Any]],
+    *,
+    scoring: Scoring = "exact",
+    ordered: bool = False,
+    tools: Sequence[Mapping[str, Any]] | None = None,
+) -> ToolCallResult:
+    """Score the response's tool calls against ``reference`` (``[{"name", "arguments"}]``; an
+    empty list means "no call should be made")."""
+    want = _reference(reference)
+    if want is None:
+        return ToolCallResult(0.0, "bad_reference", reason="a reference call has no name")
+    got, fmt = parse_tool_calls(response)
+    defaults = defaults_from_tools(tools)
+    calls = [{"name": c.name, "arguments": c.arguments} for c in got]
+    s_max = 1 + len(want) + sum(len(_with_defaults(w, defaults)) for w in want)
+    if not want:  # the right answer is not to call anything
+        ok = not got
+        score = 1.0 if ok else 0.0
+        # ToolRL gives no correctness term when no call is due: only the format's 1 or 0
+        outcome = "correct" if ok else "wrong"
+        return ToolCallResult(score, outcome, calls, [], fmt, None if ok else "no call expected")
+    if not got:
+        score = -3.0 if scoring == "toolrl" else 0.0
+        return ToolCallResult(score, "no_call", [], [], None, "no tool call found in the response")
+    pairs = [[_pair(g, w, defaults) for g in got] for w in want]
+    chosen = _assign(got, want, pairs, ordered)
+    names_got, names_want = Counter(c.name for c in got), Counter(c.name for c in want)
+    r_name = sum((names_got & names_want).values()) / sum((names_got | names_want).values())
+    r_param = r_value = 0.0
+    matches: list[dict[str, Any]] = []
+    all_exact = len(got) == len(want)
+    for i, j in enumerate(chosen):
+        pair = pairs[i][j] if j is not None else _Pair(0.0, 0, False)
+        r_param += pair.param
+        r_value += pair.values
+        all_exact = all_exact and pair.exact
+        matches.append(
+            {
+                "reference": want[i].name,
+                "call": j,
+                "name_match": j is not None and got[j].name == want[i].name,
+                "arguments_equal": pair.exact,
+                "values_equal": pair.values,
+                "arguments": len(_with_defaults(want[i], defaults)),
+            }
+        )
+    match = r_name + r_param + r_value
+    if scoring == "exact":
+        score = 1.0 if all_exact else 0.0
+    elif scoring == "partial":
+        score = match / s_max
+    else:
+        score = 1.0 + 6.0 * match / s_max - 3.0
+    outcome = "correct" if all_exact else ("partial" if match > 0 else "wrong")
+    reason = None if all_exact else "the calls differ from the reference (see matches)"
+    return ToolCallResult(score, outcome, calls, matches, fmt, reason, match, float(s_max))
