@@ -13,10 +13,12 @@ only 504, so it reports such a case as an API error rather than waiting.
 
 from __future__ import annotations
 
+from typing import Any
+
 from fastapi import APIRouter, Request
 
 from referee.client.errors import InvalidRequest
-from referee.client.models import RunCodeRequest, RunCodeResponse, RunCodeResult, RunLimits
+from referee.client.models import Problem, RunCodeRequest, RunCodeResponse, RunCodeResult, RunLimits
 from referee.sandbox import RunResult, RunStatus
 from referee.sandbox.process_io import cut_for_json
 from referee.services.routes.sandbox import checked_language, run_once
@@ -24,7 +26,12 @@ from referee.services.sandbox_executor import SandboxExecutor
 
 __all__ = ["ping_router", "router", "to_run_code_result"]
 
-router = APIRouter(tags=["compat"])
+# What /run_code answers besides the statuses every route has (services/openapi_doc.py).
+_PROBLEMS: dict[int | str, dict[str, Any]] = {
+    429: {"model": Problem, "description": "Every sandbox slot is busy; retry after a moment"},
+    503: {"model": Problem, "description": "No isolation backend: code execution is refused"},
+}
+router = APIRouter(tags=["compat"], responses=_PROBLEMS)
 ping_router = APIRouter(tags=["compat"])
 
 # SandboxFusion's language names that differ from referee's (the rest are aliases it knows).
