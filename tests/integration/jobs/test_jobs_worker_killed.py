@@ -52,8 +52,9 @@ BROKER_STATE = (QUEUE, "unacked", "unacked_index", "unacked_mutex")
 @pytest.fixture(autouse=True)
 def own_broker_state(cluster: Cluster) -> None:
     """Each test starts with no worker, an empty queue and no unacknowledged message: a worker an
-    earlier test killed (the rescuer, once its job is done) may have left a message it had
-    taken, which would be counted by the next test's ``unacked`` check."""
+    earlier test killed leaves the message it had taken in ``unacked`` (the builder's always
+    stays there; a rescuer's or a stopped taker's can), which a later test's ``unacked`` count
+    would see. Every job of an earlier test is finished, so nothing waits on these messages."""
     assert not cluster.workers, f"workers left running: {sorted(cluster.workers)}"
     r = redis.Redis(port=cluster.redis_port)
     r.delete(*BROKER_STATE)
