@@ -309,6 +309,12 @@ class PRMGrader(_Model):
         "min", description="The item's score from its step values (hard labels in binary_search)."
     )
 
+    @model_validator(mode="after")
+    def _delimiter_for_its_split(self) -> PRMGrader:
+        if self.split == "delimiter" and not self.delimiter:
+            raise ValueError("split 'delimiter' needs a non-empty delimiter")
+        return self
+
 
 class MajorityVoteGrader(_MathOptions):
     """Label-free (TTRL): the final answer most of the item's group agrees on, by math

@@ -260,7 +260,7 @@ class DockerBackend:
         limits = request.limits
         out = bytearray()
         err = bytearray()
-        flags = {"overflow": False, "err_truncated": False, "err_overflow": False}
+        flags = {"overflow": False, "err_truncated": False, "err_overflow": False, "ended": False}
         err_seen = [0]
 
         def kill() -> None:
@@ -273,25 +273,34 @@ class DockerBackend:
         except Exception as exc:
             return RunResult(status=RunStatus.SANDBOX_ERROR, message=f"docker attach failed: {exc}")
 
+        # Set when the reader stops (end of stream) or a cap is hit. The reader never kills: a
+        # kill waits for the container to exit, which waits for its output to be drained, so
+        # the reader keeps draining (and dropping) while this thread kills the container.
+        wake = threading.Event()
+
         def reader() -> None:
-            with contextlib.suppress(Exception):
-                for chunk_out, chunk_err in stream:
-                    if chunk_out and not flags["overflow"]:
-                        room = limits.output_bytes - len(out)
-                        out.extend(chunk_out[: max(room, 0)])
-                        if len(chunk_out) > room:
-                            flags["overflow"] = True
-                            kill()  # then drain until the stream ends
-                    if chunk_err:
-                        room = limits.stderr_bytes - len(err)
-                        if room > 0:
-                            err.extend(chunk_err[:room])
-                        if len(chunk_err) > room:
-                            flags["err_truncated"] = True
-                        err_seen[0] += len(chunk_err)
-                        if err_seen[0] > limits.output_bytes and not flags["err_overflow"]:
-                            flags["err_overflow"] = True  # a flood is stopped, as stdout is
-                            kill()
+            try:
+                with contextlib.suppress(Exception):
+                    for chunk_out, chunk_err in stream:
+                        if chunk_out and not flags["overflow"]:
+                            room = limits.output_bytes - len(out)
+                            out.extend(chunk_out[: max(room, 0)])
+                            if len(chunk_out) > room:
+                                flags["overflow"] = True
+                                wake.set()
+                        if chunk_err:
+                            room = limits.stderr_bytes - len(err)
+                            if room > 0:
+                                err.extend(chunk_err[:room])
+                            if len(chunk_err) > room:
+                                flags["err_truncated"] = True
+                            err_seen[0] += len(chunk_err)
+                            if err_seen[0] > limits.output_bytes and not flags["err_overflow"]:
+                                flags["err_overflow"] = True  # a flood is stopped, as stdout is
+                                wake.set()
+            finally:
+                flags["ended"] = True
+                wake.set()
 
         started = time.monotonic()
         try:
@@ -302,9 +311,10 @@ class DockerBackend:
         thread = threading.Thread(target=reader, name="referee-docker-reader", daemon=True)
         thread.start()
         # The stream ends when the container stops (its init takes every process with it).
-        thread.join(timeout=max(0.0, started + limits.wall_time_s - time.monotonic()))
-        timed_out = thread.is_alive()
-        if timed_out:
+        wake.wait(timeout=max(0.0, started + limits.wall_time_s - time.monotonic()))
+        capped = flags["overflow"] or flags["err_overflow"]
+        timed_out = not flags["ended"] and not capped
+        if capped or timed_out:
             kill()
             thread.join(timeout=_STOP_GRACE_S)
         returncode: int | None = None

@@ -29,9 +29,7 @@ router = APIRouter(prefix="/v1/jobs", tags=["jobs"], responses=_PROBLEMS)
     "",
     response_model=JobStatus,
     status_code=202,
-    responses={
-        200: {"model": JobStatus, "description": "The job already there (same id, same request)"}
-    },
+    responses={200: {"model": JobStatus, "description": "Submitted before (same id, request)"}},
     summary="Submit a job (a reward batch; PRM graders without a rollout budget)",
 )
 async def submit(body: JobRequest, request: Request, response: Response) -> JobStatus:

@@ -241,6 +241,19 @@ def test_math_verify(server: Server) -> None:
             "items.0.grader.format.pattern",
             "unknown pattern 'xml'",
         ),
+        (  # found by schemathesis: once a 500 from the step splitter
+            {
+                "items": [
+                    {
+                        "id": "1",
+                        "response": "x",
+                        "grader": {"type": "prm_mc", "reference": "1", "split": "delimiter"},
+                    }
+                ]
+            },
+            "items.0.grader.prm_mc",
+            "split 'delimiter' needs a non-empty delimiter",
+        ),
     ],
 )
 def test_invalid_bodies_are_422_problems(

@@ -44,6 +44,22 @@ def cluster(tmp_path_factory: pytest.TempPathFactory, referee_server_factory: An
     c.close()
 
 
+# The broker's message state in the Redis transport: the queue, and the messages taken but not
+# acknowledged (restored to the queue only after Celery's visibility timeout, hours).
+BROKER_STATE = (QUEUE, "unacked", "unacked_index", "unacked_mutex")
+
+
+@pytest.fixture(autouse=True)
+def own_broker_state(cluster: Cluster) -> None:
+    """Each test starts with no worker, an empty queue and no unacknowledged message: a worker an
+    earlier test killed leaves the message it had taken in ``unacked`` (the builder's always
+    stays there; a rescuer's or a stopped taker's can), which a later test's ``unacked`` count
+    would see. Every job of an earlier test is finished, so nothing waits on these messages."""
+    assert not cluster.workers, f"workers left running: {sorted(cluster.workers)}"
+    r = redis.Redis(port=cluster.redis_port)
+    r.delete(*BROKER_STATE)
+
+
 def wait_until(
     check: Callable[[], bool], timeout_s: float, what: str, every_s: float = 0.05
 ) -> None:
