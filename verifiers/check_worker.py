@@ -36,6 +36,8 @@ def _worker_main(conn: Connection, memory_mb: int) -> None:
         limit = memory_mb * 1024 * 1024
         resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    # made before any check: at the cap, building a message can itself fail
+    out_of_memory = f"memory limit of {memory_mb} MB exceeded"
     while True:
         try:
             batch = conn.recv()
@@ -44,14 +46,22 @@ def _worker_main(conn: Connection, memory_mb: int) -> None:
         if batch is None:
             return
         for index, fn, args in batch:
+            # the reply is built after the except clause: inside it, the exception's traceback
+            # still holds the frames (and the memory) of the check that ran out of it
+            failure: str | None = None
             try:
                 reply: tuple[Any, ...] = (index, "ok", fn(*args))
             except MemoryError:
-                reply = (index, "error", f"memory limit of {memory_mb} MB exceeded")
+                failure = out_of_memory
             except RecursionError:
-                reply = (index, "error", "recursion limit exceeded")
+                failure = "recursion limit exceeded"
             except Exception as exc:  # a bug in a check must not kill the worker
-                reply = (index, "error", f"{type(exc).__name__}: {exc}"[:500])
+                try:
+                    failure = f"{type(exc).__name__}: {exc}"[:500]
+                except MemoryError:
+                    failure = out_of_memory
+            if failure is not None:
+                reply = (index, "error", failure)
             try:
                 conn.send(reply)
             except MemoryError:

@@ -376,6 +376,8 @@ def generate(
     for index in range(start, start + n):
         try:
             item = dataset[index]
+        except MemoryError:
+            raise  # the worker's memory cap: its own failure, with nothing allocated to say so
         except Exception as exc:
             raise ProceduralError(
                 f"the {task!r} generator failed on problem {index} with this config "

@@ -11,6 +11,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from referee.client.models import Problem
 from referee.verifiers import CheckPool
+from referee.verifiers.check_pool import PoolHealth
 from referee.verifiers.math import verify
 
 __all__ = ["router"]
@@ -26,11 +27,10 @@ async def healthz() -> dict[str, str]:
 _PROBE_S = 2.0
 
 
-async def _math_ready(pool: CheckPool) -> tuple[bool, str]:
+async def _math_ready(pool: CheckPool, health: PoolHealth) -> tuple[bool, str]:
     """Whether the check pool works, and how that was found out, without waiting behind work:
-    an idle pool runs one check end to end; a busy one is judged by its own counters (its
-    managers alive, no check past its deadline, results still coming)."""
-    health = pool.health()
+    an idle pool (as ``health`` found it) runs one check end to end; a busy one is judged by its
+    own counters (its managers alive, no check past its deadline, results still coming)."""
     if not health.managers_alive:
         return False, "the check pool is closed or lost a manager thread"
     if health.overdue:
@@ -61,7 +61,8 @@ async def readyz(request: Request) -> JSONResponse:
     by its counters. The sandbox is reported but optional (without isolation the server still
     serves everything else)."""
     pool: CheckPool = request.app.state.pool
-    ok, how = await _math_ready(pool)
+    health = pool.health()  # one reading: the counters below are the ones the verdict read
+    ok, how = await _math_ready(pool, health)
     sandbox = request.app.state.sandbox
     body = {
         "status": "ready" if ok else "not ready",
@@ -71,9 +72,9 @@ async def readyz(request: Request) -> JSONResponse:
         },
         "math_check": how,
         "math_workers": pool.workers,
-        "pending_checks": pool.pending,
-        "running_checks": pool.health().running,
-        "dropped_checks": pool.dropped,
+        "pending_checks": health.queued,
+        "running_checks": health.running,
+        "dropped_checks": health.dropped,
         "sandbox_slots": sandbox.slots,
         "sandbox_in_flight": sandbox.in_flight,
     }
