@@ -25,7 +25,6 @@ import argparse
 import json
 import re
 import sqlite3
-import subprocess
 import tempfile
 import threading
 import time
@@ -37,7 +36,7 @@ from typing import Any
 
 import httpx
 
-from bench.sandbox import start_server
+from referee.services.launcher import start_referee
 
 OUT = Path(__file__).parent / "out"
 CLIENTS = 2
@@ -159,11 +158,14 @@ def main() -> None:
     parser.add_argument("--items", type=int, default=2000, help="items per grader (sql, tool)")
     parser.add_argument("--python-items", type=int, default=200, help="python grader items")
     parser.add_argument("--batch", type=int, default=100)
+    parser.add_argument("--out", type=Path, default=OUT, help="output folder")
     args = parser.parse_args()
     n, n_py, batch = (20, 6, 10) if args.quick else (args.items, args.python_items, args.batch)
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
-        url, proc = start_server(Path(tmp))
+        # the server an operator gets: its default check workers and sandbox slots
+        server = start_referee({}, log=Path(tmp) / "server.log")
+        url = server.url
         try:
             for name, make, peer, count in (
                 ("sql", sql_item, peer_sql, n),
@@ -175,11 +177,7 @@ def main() -> None:
                 rows.append((name, count, ours, theirs))
                 print(f"{name:10} referee {ours:10.1f} items/s   peer {theirs:10.1f} items/s")
         finally:
-            proc.terminate()
-            try:
-                proc.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                proc.kill()
+            server.stop()
     lines = [
         "# sql, tool_call and python graders: /v1/rewards against the peer in-process",
         "",
@@ -194,9 +192,9 @@ def main() -> None:
         lines.append(
             f"| {name} | {count} | {ours:.1f} | {peers[name]} | {theirs:.1f} | {ratio:.2f}x |"
         )
-    OUT.mkdir(exist_ok=True)
-    (OUT / "verifiers_exec.md").write_text("\n".join(lines) + "\n")
-    print(f"wrote {OUT / 'verifiers_exec.md'}")
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "verifiers_exec.md").write_text("\n".join(lines) + "\n")
+    print(f"wrote {args.out / 'verifiers_exec.md'}")
 
 
 if __name__ == "__main__":
