@@ -128,6 +128,11 @@ def _no_score(outcome: str, reason: str, **extra: Any) -> tuple[float, dict[str,
     return 0.0, {"outcome": outcome, "reason": reason, **extra}
 
 
+def _not_run(reason: str) -> tuple[float, dict[str, Any]]:
+    """A program whose caller went away before a slot was free: never started."""
+    return _no_score("error", f"not run: {reason}")
+
+
 def grade_code(
     grader: dict[str, Any],
     response: str,
@@ -189,7 +194,13 @@ async def resolve_code_leaves(
         backend = executor.require_backend()
         limits = executor.limits(_asked(grader))
         score, details = await executor.run_queued(
-            grade_code, grader, response, backend, limits, executor.compile_limits()
+            grade_code,
+            grader,
+            response,
+            backend,
+            limits,
+            executor.compile_limits(),
+            if_dropped=_not_run,
         )
         return {"type": "precomputed", "of": "code", "score": score, "details": details}
     if grader["type"] == "python":

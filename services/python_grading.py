@@ -212,7 +212,12 @@ async def resolve_python_leaves(
         pairs = [(leaf, responses[i]) for i, _path, leaf in chunk]
         try:
             out: list[Any] = await executor.run_queued(
-                grade_python_group, pairs, backend, limits, executor.compile_limits()
+                grade_python_group,
+                pairs,
+                backend,
+                limits,
+                executor.compile_limits(),
+                if_dropped=lambda reason: [_invalid(f"not run: {reason}") for _ in chunk],
             )
         except Exception as exc:  # the sandbox failed these items, not the batch
             log.error("python grader run failed", exc_info=exc)

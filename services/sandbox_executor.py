@@ -53,6 +53,7 @@ from referee.sandbox import (
 )
 from referee.sandbox.languages import COMPILE_LIMITS
 from referee.services.settings import Settings
+from referee.verifiers.check_lanes import current_lane
 
 __all__ = ["SandboxExecutor"]
 
@@ -176,12 +177,22 @@ class SandboxExecutor:
             mean = self._mean_run_s
         return float(min(30, max(1, math.ceil(ahead / self.slots * mean))))
 
-    async def _run(self, fn: Callable[..., T], *args: Any) -> T:
+    async def _run(
+        self, fn: Callable[..., T], *args: Any, if_dropped: Callable[[str], T] | None = None
+    ) -> T:
         # The slot is freed when the thread is done (or the job is cancelled before it
         # started), not when the awaiting request goes away: a client that disconnects does not
-        # make its still-running program invisible to admission.
+        # make its still-running program invisible to admission. A run that reaches its slot
+        # after its caller's lane was dropped (the client hung up) does not start.
+        lane = current_lane.get() if if_dropped is not None else None
+
+        def start() -> T:
+            if lane is not None and lane.dropped is not None and if_dropped is not None:
+                return if_dropped(lane.dropped)
+            return self._timed(fn, *args)
+
         try:
-            future = self._pool.submit(self._timed, fn, *args)
+            future = self._pool.submit(start)
         except RuntimeError:  # shut down
             self._release()
             raise ServiceUnavailable("the server is shutting down") from None
@@ -261,9 +272,13 @@ class SandboxExecutor:
                 with contextlib.suppress(asyncio.CancelledError, Exception):
                     await hung_up
 
-    async def run_queued(self, fn: Callable[..., T], *args: Any) -> T:
-        """Run ``fn(*args)`` when a slot frees up (reward items)."""
+    async def run_queued(
+        self, fn: Callable[..., T], *args: Any, if_dropped: Callable[[str], T] | None = None
+    ) -> T:
+        """Run ``fn(*args)`` when a slot frees up (reward items). With ``if_dropped``, a run
+        whose caller's lane (:data:`current_lane`) is dropped by the time its slot is free is
+        answered ``if_dropped(reason)`` instead of being run."""
         self.require_backend()
         with self._lock:
             self._in_flight += 1
-        return await self._run(fn, *args)
+        return await self._run(fn, *args, if_dropped=if_dropped)
