@@ -17,12 +17,9 @@ Two things lm-eval needs from outside are put in place here, the same for both s
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import importlib.util
 import io
 import logging
-import os
-import subprocess
 import sys
 import tempfile
 import types
@@ -38,47 +35,19 @@ _MODULES = ("instructions_util", "instructions", "instructions_registry", "utils
 _PACKAGE = "lm_eval.tasks.ifeval"
 
 
-def _cache_dir() -> Path:
-    base = os.environ.get("REFEREE_TEST_CACHE") or Path.home() / ".cache" / "referee-tests"
-    path = Path(base)
-    path.mkdir(parents=True, exist_ok=True)
-    return path
-
-
-def _sha256(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
+def _pinned_download() -> Any:
+    """tests/pinned_download.py, loaded by path (benchmarks load this module from its file)."""
+    spec = importlib.util.spec_from_file_location(
+        "referee_pinned_download", Path(__file__).resolve().parent / "pinned_download.py"
+    )
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def wheel_path() -> Path:
-    target = _cache_dir() / WHEEL
-    if target.exists() and _sha256(target) == WHEEL_SHA256:
-        return target
-    with tempfile.TemporaryDirectory(dir=target.parent) as tmp:
-        cmd = [
-            sys.executable,
-            "-m",
-            "pip",
-            "download",
-            "--no-deps",
-            "--only-binary",
-            ":all:",
-            "--disable-pip-version-check",
-            "-q",
-            f"lm-eval=={VERSION}",
-            "-d",
-            tmp,
-        ]
-        done = subprocess.run(cmd, capture_output=True, text=True, timeout=300, check=False)
-        got = Path(tmp) / WHEEL
-        if done.returncode != 0 or not got.exists():
-            raise RuntimeError(
-                f"could not download the lm-eval {VERSION} wheel from PyPI "
-                f"({' '.join(cmd)}): {done.stderr.strip()[-800:]}"
-            )
-        if _sha256(got) != WHEEL_SHA256:
-            raise RuntimeError(f"{WHEEL} from PyPI does not have the pinned sha256")
-        os.replace(got, target)
-    return target
+    return Path(_pinned_download().pinned_file("lm-eval", VERSION, WHEEL, WHEEL_SHA256))
 
 
 @contextlib.contextmanager

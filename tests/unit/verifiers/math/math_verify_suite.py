@@ -21,14 +21,10 @@ How math-verify's tests call it, and what a row keeps of that:
 from __future__ import annotations
 
 import ast
-import hashlib
+import importlib.util
 import io
 import math
-import os
-import subprocess
-import sys
 import tarfile
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -61,48 +57,17 @@ class SuiteCase:
         return f"{self.file}::{self.test}[{self.index}]"
 
 
-def _cache_dir() -> Path:
-    base = os.environ.get("REFEREE_TEST_CACHE") or Path.home() / ".cache" / "referee-tests"
-    path = Path(base)
-    path.mkdir(parents=True, exist_ok=True)
-    return path
-
-
-def _sha256(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
 def sdist_path() -> Path:
-    """The pinned sdist in the cache, downloaded by pip when it is missing or altered."""
-    target = _cache_dir() / SDIST_NAME
-    if target.exists() and _sha256(target) == SDIST_SHA256:
-        return target
-    with tempfile.TemporaryDirectory(dir=target.parent) as tmp:
-        cmd = [
-            sys.executable,
-            "-m",
-            "pip",
-            "download",
-            "--no-binary",
-            ":all:",
-            "--no-deps",
-            "--disable-pip-version-check",
-            "-q",
-            f"math-verify=={VERSION}",
-            "-d",
-            tmp,
-        ]
-        done = subprocess.run(cmd, capture_output=True, text=True, timeout=300, check=False)
-        got = Path(tmp) / SDIST_NAME
-        if done.returncode != 0 or not got.exists():
-            raise RuntimeError(
-                f"could not download the math-verify {VERSION} sdist from PyPI "
-                f"({' '.join(cmd)}): {done.stderr.strip()[-800:]}"
-            )
-        if _sha256(got) != SDIST_SHA256:
-            raise RuntimeError(f"{SDIST_NAME} from PyPI does not have the pinned sha256")
-        os.replace(got, target)
-    return target
+    """The pinned sdist in the cache, downloaded by pip when it is missing or altered
+    (tests/pinned_download.py, loaded by path: benchmarks load this module from its file)."""
+    spec = importlib.util.spec_from_file_location(
+        "referee_pinned_download", Path(__file__).resolve().parents[3] / "pinned_download.py"
+    )
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    found: Path = module.pinned_file("math-verify", VERSION, SDIST_NAME, SDIST_SHA256, sdist=True)
+    return found
 
 
 def _test_sources(sdist: Path) -> dict[str, str]:
