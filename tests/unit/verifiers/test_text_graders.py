@@ -294,3 +294,15 @@ def test_a_rows_reference_column_carries_the_instructions(label: Any) -> None:
 def test_a_reference_without_instructions_is_refused() -> None:
     with pytest.raises(ValidationError, match="instructions"):
         _grader(fill_grader({"type": "instruction_following"}, "not instructions"))
+
+
+def test_the_wire_names_every_metric_the_verifier_knows() -> None:
+    """client/ may not import verifiers/, so the metric names are written twice: the schema's
+    names are exactly the computed metrics and the refused ones, and both sides refuse the same."""
+    import typing
+
+    from referee.client.text_grader_models import _UNAVAILABLE, TextMetric
+    from referee.verifiers.text_similarity import UNAVAILABLE
+
+    assert set(typing.get_args(TextMetric)) == set(METRICS) | set(UNAVAILABLE)
+    assert set(_UNAVAILABLE) == set(UNAVAILABLE)
