@@ -219,7 +219,7 @@ def queue_throughput(n_jobs: int, rounds: int, tmp: Path) -> dict[str, dict[str,
                     [
                         py,
                         "-m",
-                        "referee.services.cli",
+                        "referee.services.cli.main",
                         "worker",
                         "--concurrency",
                         "1",

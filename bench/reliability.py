@@ -203,7 +203,7 @@ def bench_kills(tmp: Path, jobs: int, kills: int, lease_s: float) -> dict[str, A
     workers: list[subprocess.Popen[bytes]] = []
 
     def start_worker() -> None:
-        cmd = [sys.executable, "-m", "referee.services.cli", "worker", "--concurrency", "1"]
+        cmd = [sys.executable, "-m", "referee.services.cli.main", "worker", "--concurrency", "1"]
         cmd += ["--loglevel", "warning", "--hostname", f"w{len(workers)}@%h"]
         log = open(tmp / f"kills-worker-{len(workers)}.log", "wb")
         workers.append(

@@ -51,7 +51,7 @@ def check(role: str) -> str | None:
             return f"no sandbox: {_get('/v1/sandbox/languages', '8001').get('reason')}"
         return None
     if role == "worker":
-        from referee.services.celery_app import make_celery
+        from referee.services.jobs.celery_app import make_celery
         from referee.services.settings import Settings
 
         settings = Settings()

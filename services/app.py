@@ -15,23 +15,24 @@ from fastapi import Depends, FastAPI
 
 from referee.services.auth import open_paths, require_api_key
 from referee.services.errors import install_error_handlers
-from referee.services.jobs import build_jobs
-from referee.services.llm_backends import build_judge
+from referee.services.execution.llm import build_judge
+from referee.services.jobs.manager import build_jobs
 from referee.services.metrics import Metrics
 from referee.services.middleware import RequestGuard
-from referee.services.named_graders import GraderRegistry
 from referee.services.openapi_doc import install_openapi
 from referee.services.routes import (
-    compat,
     environments,
     health,
     jobs,
     judge,
+    openrlhf,
     rewards,
     sandbox,
-    trainer_compat,
+    sandbox_fusion,
+    slime,
 )
-from referee.services.scorer import Scorer
+from referee.services.scoring.named import GraderRegistry
+from referee.services.scoring.scorer import Scorer
 from referee.services.settings import Settings
 
 __all__ = ["build_judge", "create_app"]
@@ -72,7 +73,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.metrics = Metrics()
     install_error_handlers(app)
     app.include_router(health.router)
-    app.include_router(compat.ping_router)
+    app.include_router(sandbox_fusion.ping_router)
     app.include_router(rewards.router, dependencies=[Depends(require_api_key)])
     app.include_router(judge.router, dependencies=[Depends(require_api_key)])
     app.include_router(jobs.router, dependencies=[Depends(require_api_key)])
@@ -80,12 +81,13 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(environments.router, dependencies=[Depends(require_api_key)])
     # veRL's SandboxFusion client sends no key: the operator may leave /run_code open.
     compat_deps = [] if settings.compat_without_api_key else [Depends(require_api_key)]
-    app.include_router(compat.router, dependencies=compat_deps)
-    app.include_router(trainer_compat.router, dependencies=compat_deps)  # OpenRLHF, slime
+    app.include_router(sandbox_fusion.router, dependencies=compat_deps)
+    app.include_router(openrlhf.router, dependencies=compat_deps)
+    app.include_router(slime.router, dependencies=compat_deps)
     # The key, the body's size and depth are checked before the app reads a byte of the body.
-    public = [health.router, compat.ping_router]
+    public = [health.router, sandbox_fusion.ping_router]
     if settings.compat_without_api_key:
-        public += [compat.router, trainer_compat.router]
+        public += [sandbox_fusion.router, openrlhf.router, slime.router]
     patterns = open_paths(app, public)
     app.add_middleware(
         RequestGuard, settings=settings, open_paths=patterns, metrics=app.state.metrics

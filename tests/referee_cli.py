@@ -1,5 +1,5 @@
 """``referee(*args)``: the ``referee`` command line run as a user runs it, in a process of its
-own (``python -m referee.services.cli``), stdin closed, output captured."""
+own (``python -m referee.services.cli.main``), stdin closed, output captured."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ def referee(
 ) -> subprocess.CompletedProcess[str]:
     """Run ``referee ARGS`` with this environment and ``env``; the finished process."""
     return subprocess.run(
-        [sys.executable, "-m", "referee.services.cli", *args],
+        [sys.executable, "-m", "referee.services.cli.main", *args],
         capture_output=True,
         text=True,
         timeout=timeout,

@@ -215,7 +215,7 @@ OPENAI_GRADERS: dict[str, dict[str, Any]] = {
 def openai_rubric(kind: str) -> dict[str, Any]:
     """The rubric grader referee judges OpenAI's ``kind`` grader with."""
     from referee.client.models import RewardItem
-    from referee.services.openai_graders import lower
+    from referee.services.scoring.openai import lower
 
     item = RewardItem(id="x", response="", grader=OPENAI_GRADERS[kind])  # type: ignore[arg-type]
     rubric: dict[str, Any] = lower(item.grader.model_dump())["graders"][0]["grader"]
@@ -235,7 +235,7 @@ def collect_lessons(
     """Every prompt referee's judges send for ``requests``, with its chosen verdict."""
     from referee.client.models import JudgeRequest as WireJudgeRequest
     from referee.client.models import RewardItem
-    from referee.services.judge_grading import resolve_judge_leaves
+    from referee.services.scoring.judge import resolve_judge_leaves
 
     recorder = _Recorder(verdicts)
     for request in requests:

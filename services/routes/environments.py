@@ -34,7 +34,7 @@ from referee.client.environment_models import (
 )
 from referee.client.errors import InvalidRequest, NotFound, PayloadTooLarge, ServiceUnavailable
 from referee.client.models import Problem, ProceduralGrader
-from referee.services.curriculum import (
+from referee.services.environments.curriculum import (
     CurriculumStore,
     curriculum_from_settings,
     draw_tasks,

@@ -8,7 +8,7 @@ from typing import Any
 from fastapi import APIRouter, Request
 
 from referee.client.models import JudgeRequest, JudgeResponse, JudgeResult, Problem, RewardItem
-from referee.services.judge_grading import require_judge, resolve_judge_leaves
+from referee.services.scoring.judge import require_judge, resolve_judge_leaves
 
 __all__ = ["router"]
 

@@ -18,7 +18,7 @@ from referee.client.models import (
     RewardsRequest,
     RewardsResponse,
 )
-from referee.services.scorer import Scorer
+from referee.services.scoring.scorer import Scorer
 from referee.verifiers import TimedOut, WorkerFailed
 from referee.verifiers.math import verify
 
@@ -51,7 +51,7 @@ async def rewards(body: RewardsRequest, request: Request) -> RewardsResponse:
 async def score_for_request(
     request: Request, items: Sequence[RewardItem], pass_threshold: float, where: str = "items"
 ) -> RewardsResponse:
-    """A batch scored by the app's :class:`~referee.services.scorer.Scorer` (named graders
+    """A batch scored by the app's :class:`~referee.services.scoring.scorer.Scorer` (named graders
     expanded, the synchronous PRM budget, the deadlines, the curriculum fed). The compatibility
     routes (OpenRLHF, slime) score through here too."""
     scorer: Scorer = request.app.state.scorer

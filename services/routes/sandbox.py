@@ -35,9 +35,9 @@ from referee.sandbox import (
     prepare,
 )
 from referee.sandbox.languages import normalize_language
-from referee.services.code_grading import grade_code, run_result_dict
-from referee.services.remote_sandbox import RemoteSandbox
-from referee.services.sandbox_executor import SandboxExecutor
+from referee.services.execution.remote import RemoteSandbox
+from referee.services.execution.slots import SandboxExecutor
+from referee.services.scoring.code import grade_code, run_result_dict
 
 __all__ = ["hang_up", "router", "run_once"]
 

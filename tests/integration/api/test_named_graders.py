@@ -14,7 +14,7 @@ import httpx
 import pytest
 
 from referee.client import InvalidRequest, JobState, RefereeClient
-from referee.services.named_graders import GraderRegistry
+from referee.services.scoring.named import GraderRegistry
 
 R1 = {
     "type": "weighted",

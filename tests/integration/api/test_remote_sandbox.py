@@ -13,8 +13,8 @@ from typing import Any
 import httpx
 import pytest
 
-from referee.services import remote_sandbox
-from referee.services.remote_sandbox import RemoteSandbox
+from referee.services.execution import remote as remote_sandbox
+from referee.services.execution.remote import RemoteSandbox
 
 Server = Any
 KEY = "node-key"

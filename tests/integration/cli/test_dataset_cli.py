@@ -9,7 +9,7 @@ import pytest
 from referee_cli import referee as _referee
 
 from referee.client.models import RewardItem
-from referee.services.cli import main
+from referee.services.cli.main import main
 from referee.verifiers.registry import score_item
 
 

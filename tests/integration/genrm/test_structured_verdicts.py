@@ -165,7 +165,7 @@ def test_server_refusing_structured_outputs_falls_back_to_plain_requests(taught:
 
 def test_grader_option_reaches_the_backend() -> None:
     from referee.client.models import GenRMGrader, RewardItem, RubricCriterion, RubricGrader
-    from referee.services.judge_grading import resolve_judge_leaves
+    from referee.services.scoring.judge import resolve_judge_leaves
 
     graders = [
         GenRMGrader(structured_verdict=True),

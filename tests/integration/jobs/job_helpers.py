@@ -62,7 +62,7 @@ class Cluster:
                 [
                     sys.executable,
                     "-m",
-                    "referee.services.cli",
+                    "referee.services.cli.main",
                     "worker",
                     "--concurrency",
                     "1",

@@ -32,7 +32,7 @@ import redis
 from job_helpers import Cluster
 
 from referee.client import JobState, RefereeClient
-from referee.services.job_store import RedisJobStore
+from referee.services.jobs.store import RedisJobStore
 
 QUEUE = "referee"  # REFEREE_JOB_QUEUE's default
 

@@ -35,7 +35,7 @@ def worker(broker: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[An
     log = tmp_path_factory.mktemp("worker") / "worker.log"
     with open(log, "wb") as out:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "referee.services.cli", "worker", "--loglevel", "warning"],
+            [sys.executable, "-m", "referee.services.cli.main", "worker", "--loglevel", "warning"],
             env=env,
             stdout=out,
             stderr=subprocess.STDOUT,

@@ -53,7 +53,7 @@ def test_grpo_on_cpu_improves_the_reward(tmp_path: Path, server: Server) -> None
     out = tmp_path / "run"
     done = run(
         [
-            sys.executable, "-m", "referee.services.cli", "train", "grpo",
+            sys.executable, "-m", "referee.services.cli.main", "train", "grpo",
             "--model", str(policy), "--dataset", str(policy / "addition.jsonl"),
             "--grader", '{"type": "math"}', "--server", server.url,
             "--num-generations", "8", "--per-device-train-batch-size", "64",

@@ -46,7 +46,7 @@ def _train_ppo(tmp: Path, url: str) -> Path:
     data.write_text("".join(json.dumps(r) + "\n" for r in ROWS))
     out = tmp / "ppo"
     done = subprocess.run(
-        [sys.executable, "-m", "referee.services.cli", "train", "ppo", "--model", "m",
+        [sys.executable, "-m", "referee.services.cli.main", "train", "ppo", "--model", "m",
          "--dataset", str(data), "--server", url, "--out", str(out)],
         capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL,
     )  # fmt: skip

@@ -26,8 +26,8 @@ from fastapi.routing import APIRoute
 
 from referee.client import errors
 from referee.services.app import create_app
+from referee.services.execution.slots import SandboxExecutor
 from referee.services.middleware import RequestGuard
-from referee.services.sandbox_executor import SandboxExecutor
 
 ERROR_STATUS = {
     name: cls.status

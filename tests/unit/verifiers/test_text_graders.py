@@ -267,7 +267,7 @@ def test_placeholder_and_title_scans_equal_ifevals_patterns() -> None:
 
 
 def test_openai_objects_registered_by_name_take_the_items_reference() -> None:
-    from referee.services.named_graders import GraderRegistry
+    from referee.services.scoring.named import GraderRegistry
 
     registry = GraderRegistry({"close": OPENAI_TEXT_SIMILARITY})
     grader = registry.expand({"type": "named", "name": "close", "reference": "the answer is four"})

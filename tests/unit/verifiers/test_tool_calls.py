@@ -231,7 +231,7 @@ def test_hostile_response_is_bounded() -> None:
 
 
 def test_registered_tool_call_grader_takes_each_items_calls() -> None:
-    from referee.services.named_graders import GraderRegistry
+    from referee.services.scoring.named import GraderRegistry
 
     registry = GraderRegistry({"calls": {"type": "tool_call", "scoring": "partial"}})
     expanded = registry.expand({"type": "named", "name": "calls", "reference": json.dumps([TIME])})

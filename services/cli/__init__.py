@@ -1,0 +1,5 @@
+"""The `referee` command (``main``; ``python -m referee.services.cli.main``)."""
+
+from referee.services.cli.main import main
+
+__all__ = ["main"]

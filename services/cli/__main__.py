@@ -1,0 +1,3 @@
+from referee.services.cli.main import main
+
+raise SystemExit(main())

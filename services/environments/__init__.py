@@ -1,0 +1,1 @@
+"""Procedural environments and the curriculum."""

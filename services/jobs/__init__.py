@@ -1,0 +1,1 @@
+"""Long reward batches: the job API engine, the runner, the Redis store, recovery, Celery."""

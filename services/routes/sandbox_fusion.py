@@ -1,0 +1,141 @@
+"""SandboxFusion compatibility: ``POST /run_code`` and ``GET /v1/ping``, so veRL's
+``sandbox_fusion`` reward (and other SandboxFusion clients) work against referee unchanged.
+
+``status`` is ``Success`` when the program built and exited 0, ``Failed`` when it did not
+(compile error, non-zero exit, time or memory limit), ``SandboxError`` when the sandbox itself
+failed or the language is not available. Each result is ``{status: Finished | Error |
+TimeLimitExceeded, execution_time, return_code, stdout, stderr}``; a run killed by a signal has
+``return_code`` -signal, as Python's ``subprocess`` reports it. Limits: ``run_timeout`` and
+``compile_timeout`` (seconds) and ``memory_limit_MB`` (-1: the server default), capped by the
+server's maxima. A call waits for a free sandbox slot (first come, first served) for up to
+``REFEREE_SANDBOX_QUEUE_WAIT_S``, then is answered 504 with ``Retry-After``, the one status
+veRL's client retries; a full queue is 503 with ``Retry-After``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter, Request
+
+from referee.client.errors import InvalidRequest
+from referee.client.models import (
+    Problem,
+    RunCodeRequest,
+    RunCodeResponse,
+    RunCodeResult,
+    RunLimits,
+)
+from referee.sandbox import RunResult, RunStatus
+from referee.sandbox.process_io import cut_for_json
+from referee.services.execution.slots import SandboxExecutor
+from referee.services.routes.sandbox import checked_language, hang_up, run_once
+
+__all__ = ["ping_router", "router", "to_run_code_result"]
+
+router = APIRouter(tags=["compat"])
+ping_router = APIRouter(tags=["compat"])
+
+# SandboxFusion's language names that differ from referee's (the rest are aliases it knows).
+_LANGUAGES = {"nodejs": "javascript"}
+
+
+def to_run_code_result(run: RunResult, body_bytes: int | None = None) -> RunCodeResult:
+    """SandboxFusion's shape of one run; with ``body_bytes``, stdout and stderr are each cut
+    to that many bytes of JSON, and stderr says so (its schema has no field for it)."""
+    if run.status is RunStatus.TIME_LIMIT:
+        status = "TimeLimitExceeded"
+    elif run.status is RunStatus.SANDBOX_ERROR:
+        status = "Error"
+    else:
+        status = "Finished"
+    code = (
+        run.exit_code
+        if run.exit_code is not None
+        else (-run.signal if run.signal is not None else None)
+    )
+    stdout, stderr, cut = run.stdout, run.stderr, False
+    if body_bytes is not None:
+        stdout, cut_out = cut_for_json(stdout, body_bytes)
+        stderr, cut_err = cut_for_json(stderr, body_bytes)
+        cut = cut_out or cut_err
+    notes = []
+    if run.status in (RunStatus.OUTPUT_LIMIT, RunStatus.MEMORY_LIMIT) and run.message:
+        notes.append(f"[referee] {run.message}")
+    if cut:
+        notes.append(f"[referee] output cut to {body_bytes} bytes of JSON for the response")
+    if notes:
+        stderr = "\n".join([stderr, *notes]) if stderr else "\n".join(notes)
+    return RunCodeResult(
+        status=status,
+        execution_time=run.wall_time_s,
+        return_code=code,
+        stdout=stdout,
+        stderr=stderr,
+    )
+
+
+_QUEUE_PROBLEMS: dict[int | str, dict[str, Any]] = {
+    503: {
+        "model": Problem,
+        "description": "No isolation backend; or (with Retry-After) the slot queue is full",
+    },
+    504: {
+        "model": Problem,
+        "description": "No sandbox slot came free within REFEREE_SANDBOX_QUEUE_WAIT_S (with "
+        "Retry-After; veRL's client retries it)",
+    },
+}
+
+
+@router.post(
+    "/run_code",
+    response_model=RunCodeResponse,
+    summary="SandboxFusion: run code",
+    responses=_QUEUE_PROBLEMS,
+)
+async def run_code(body: RunCodeRequest, request: Request) -> RunCodeResponse:
+    executor: SandboxExecutor = request.app.state.sandbox
+    backend = executor.require_backend()
+    name = _LANGUAGES.get(body.language, body.language)
+    try:
+        language = checked_language(name, backend)
+    except InvalidRequest as exc:
+        return RunCodeResponse(status="SandboxError", message=exc.detail)
+    if any(body.files.values()):
+        return RunCodeResponse(status="SandboxError", message="`files` are not supported")
+    memory = body.memory_limit_MB if body.memory_limit_MB > 0 else None
+    limits = executor.limits(RunLimits(time_s=body.run_timeout, memory_mb=memory))
+    try:
+        compiled, run = await executor.run_single(
+            run_once,
+            backend,
+            body.code,
+            language,
+            body.stdin or "",
+            limits,
+            executor.compile_limits(body.compile_timeout),
+            gone=hang_up(request),
+        )
+    except InvalidRequest as exc:  # a remote backend's node does not know the language
+        return RunCodeResponse(status="SandboxError", message=exc.detail)
+    body_bytes = executor.settings.sandbox_output_bytes
+    compile_result = to_run_code_result(compiled, body_bytes) if compiled is not None else None
+    if compiled is not None and not compiled.ok:
+        top = "SandboxError" if compiled.status is RunStatus.SANDBOX_ERROR else "Failed"
+        return RunCodeResponse(status=top, message=compiled.message, compile_result=compile_result)
+    if run.status is RunStatus.SANDBOX_ERROR:
+        top = "SandboxError"
+    else:
+        top = "Success" if run.ok else "Failed"
+    return RunCodeResponse(
+        status=top,
+        message=run.message,
+        compile_result=compile_result,
+        run_result=to_run_code_result(run, body_bytes),
+    )
+
+
+@ping_router.get("/v1/ping", summary="SandboxFusion: liveness")
+async def ping() -> str:
+    return "pong"

@@ -1,0 +1,152 @@
+"""The pieces of a reward batch that :class:`~referee.services.scoring.scorer.Scorer` puts together.
+
+Every item runs in a pool worker under its own deadline (``math_timeout_s`` per math check it
+contains, at least ``procedural_timeout_s`` with a procedural leaf). A timeout or a worker
+failure is reported on that item (score 0, ``details.outcome`` ``timeout`` or ``error``,
+``details.error``), never by failing the batch. Items with ``code`` graders first run their
+programs on the sandbox executor (``code_grading``), at the same time as the other items run on
+the pool (:func:`with_code`); the per-group statistics a trainer reads (:func:`group_stats`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import statistics
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from referee.client.models import GroupStats, RewardItem, RewardResult
+from referee.services.execution.slots import SandboxExecutor
+from referee.services.scoring.code import resolve_code_leaves
+from referee.verifiers import CheckPool, TimedOut, WorkerFailed
+from referee.verifiers.registry import item_deadline, score_item
+
+log = logging.getLogger("referee.rewards")
+
+__all__ = ["PRMOptions", "group_stats", "mean_score", "on_pool", "to_result", "with_code"]
+
+
+@dataclass(slots=True)
+class PRMOptions:
+    """How a batch's ``prm_mc`` leaves run: the rollout budget (a request: the synchronous
+    limit; a job: none), progress, error handling."""
+
+    budget: int | None = None
+    progress: Callable[[int], None] | None = None
+    propagate_errors: bool = False
+
+
+def to_result(item_id: str, outcome: Any) -> RewardResult:
+    if isinstance(outcome, TimedOut):
+        return RewardResult(
+            id=item_id,
+            score=0.0,
+            details={
+                "outcome": "timeout",
+                "error": f"the check did not finish within {outcome.timeout_s:g} s and was stopped",
+            },
+        )
+    if isinstance(outcome, WorkerFailed):
+        return RewardResult(
+            id=item_id, score=0.0, details={"outcome": "error", "error": outcome.reason}
+        )
+    score, details = outcome
+    return RewardResult(id=item_id, score=score, details=details)
+
+
+def mean_score(results: Sequence[RewardResult]) -> float:
+    scores = [r.score for r in results if r.score is not None and r.valid]
+    return statistics.fmean(scores) if scores else 0.0
+
+
+def group_stats(
+    items: Sequence[RewardItem], results: Sequence[RewardResult], pass_threshold: float
+) -> list[GroupStats]:
+    groups: dict[str, list[float]] = {}
+    invalid: dict[str, int] = {}
+    for item, res in zip(items, results, strict=True):
+        if item.group is not None:
+            groups.setdefault(item.group, [])
+            if res.score is not None and res.valid:  # referee's failures are left out
+                groups[item.group].append(res.score)
+            else:
+                invalid[item.group] = invalid.get(item.group, 0) + 1
+    stats = []
+    for name, scores in groups.items():
+        if not scores:
+            continue
+        passes = sum(1 for s in scores if s >= pass_threshold)
+        stats.append(
+            GroupStats(
+                group=name,
+                n=len(scores),
+                invalid=invalid.get(name, 0),
+                mean=statistics.fmean(scores),
+                std=statistics.pstdev(scores) if len(scores) > 1 else 0.0,
+                pass_rate=passes / len(scores),
+                all_pass=passes == len(scores),
+                all_fail=passes == 0,
+            )
+        )
+    return stats
+
+
+async def on_pool(
+    pool: CheckPool,
+    graders: list[dict[str, Any]],
+    responses: list[str],
+    timeout_s: float,
+    procedural_timeout_s: float | None = None,
+) -> list[Any]:
+    """Each grader's outcome; one resolved already (a ``precomputed`` node: a judge's, a
+    group's, a PRM's verdict) is read here, not sent to the pool under a math deadline."""
+    outcomes: list[Any] = [None] * len(graders)
+    rest = []
+    for i, grader in enumerate(graders):
+        if grader["type"] == "precomputed":
+            outcomes[i] = score_item(grader, responses[i])
+        else:
+            rest.append(i)
+    deadlines = [item_deadline(graders[i], timeout_s, procedural_timeout_s) for i in rest]
+    done = await pool.amap(
+        score_item, [(graders[i], responses[i]) for i in rest], timeout_s=deadlines
+    )
+    for i, out in zip(rest, done, strict=True):
+        outcomes[i] = out
+    return outcomes
+
+
+async def with_code(
+    pool: CheckPool,
+    sandbox: SandboxExecutor,
+    graders: list[dict[str, Any]],
+    responses: list[str],
+    timeout_s: float,
+    procedural_timeout_s: float | None = None,
+) -> list[Any]:
+    """Code leaves on the sandbox executor, then what is left of each grader on the pool."""
+    resolved = await asyncio.gather(
+        *(resolve_code_leaves(g, r, sandbox) for g, r in zip(graders, responses, strict=True)),
+        return_exceptions=True,
+    )
+    outcomes: list[Any] = [None] * len(graders)
+    rest: list[int] = []
+    for i, res in enumerate(resolved):
+        if isinstance(res, BaseException):
+            log.error("code grading failed", exc_info=res)
+            outcomes[i] = WorkerFailed(f"code grading failed: {type(res).__name__}")
+        else:
+            rest.append(i)
+    if rest:
+        done = await on_pool(
+            pool,
+            [resolved[i] for i in rest],  # type: ignore[misc]
+            [responses[i] for i in rest],
+            timeout_s,
+            procedural_timeout_s,
+        )
+        for i, out in zip(rest, done, strict=True):
+            outcomes[i] = out
+    return outcomes
