@@ -194,11 +194,11 @@ def test_the_supervisor_refuses_to_run_outside_a_sandbox() -> None:
     import subprocess
     from pathlib import Path
 
-    from referee.sandbox import batch
     from referee.sandbox.languages import get_language
+    from referee.sandbox.supervised import supervisor_source
 
     python = get_language("python").run_argv("x", LIMITS)[0]
-    source = Path(batch.__file__).with_name("batch_supervisor.py").read_text()
+    source = supervisor_source("batch_supervisor.py")
     done = subprocess.run(
         [python, "-I", "-S", "-B", "-c", source],
         stdin=subprocess.DEVNULL,
