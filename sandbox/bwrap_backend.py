@@ -200,7 +200,7 @@ class BwrapBackend:
         # Parent dirs bwrap creates for bind targets take the caller's umask (0700 under
         # umask 077): create them world-traversable first.
         made: set[str] = set()
-        for target in (*_ETC_FILES, *request.toolchain_dirs):
+        for target in (*_ETC_FILES, *request.toolchain_dirs, *(t for _, t in request.binds)):
             for parent in reversed(Path(target).parents[:-1]):
                 key = str(parent)
                 if key not in made and not key.startswith("/usr"):
@@ -210,6 +210,8 @@ class BwrapBackend:
             a += ["--ro-bind-try", etc, etc]
         for tool_dir in request.toolchain_dirs:
             a += ["--ro-bind", tool_dir, tool_dir]
+        for source, target in request.binds:
+            a += ["--ro-bind", source, target]
         for hidden in request.hidden_dirs:  # e.g. the host's site-packages: shown empty
             if os.path.isdir(hidden):
                 a += ["--perms", "0555", "--tmpfs", hidden, "--remount-ro", hidden]

@@ -37,6 +37,18 @@ _HERE = Path(__file__).parent
 _READY_TIMEOUT_S = 10.0
 
 
+def _pids() -> list[int]:
+    return [int(n) for n in os.listdir("/proc") if n.isdigit()]
+
+
+def _parent(pid: int) -> int | None:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+        return int(stat.rsplit(")", 1)[1].split()[1])
+    except (OSError, IndexError, ValueError):
+        return None
+
+
 def supervisor_source(name: str) -> str:
     """The ``-c`` text of the supervisor file ``name`` (``batch_supervisor.py``, ...)."""
     common = (_HERE / "supervisor_common.py").read_text(encoding="utf-8")
@@ -135,13 +147,14 @@ class SupervisedSandbox:
         return proc is not None and proc.poll() is None
 
     def supervisor_pid(self) -> int | None:
-        """Host pid of the supervisor: the child of bwrap's init (setpriv execs it)."""
+        """Host pid of the supervisor: the one child of bwrap's init (setpriv execs it). Read
+        right after start, while it is the sandbox's only other process."""
         path = Path(f"/proc/{self.child_pid}/task/{self.child_pid}/children")
         try:
-            children = path.read_text().split()
-        except OSError:
-            return None
-        return int(children[0]) if len(children) == 1 else None
+            children = [int(p) for p in path.read_text().split()]
+        except OSError:  # no CONFIG_PROC_CHILDREN: look for the process whose parent it is
+            children = [pid for pid in _pids() if _parent(pid) == self.child_pid]
+        return children[0] if len(children) == 1 else None
 
     # -- framing ------------------------------------------------------------------------------
 
@@ -179,6 +192,24 @@ class SupervisedSandbox:
                 return None
             buf += chunk
         return bytes(buf)
+
+    def poll(self, timeout: float) -> bool:
+        """Wait up to ``timeout`` s for the supervisor to write; True when a read would not
+        block (an answer, or the end of the stream: the sandbox died or was closed)."""
+        with self._lock:
+            proc = self.proc
+            if proc is None or proc.stdout is None:
+                return True
+            self._readers += 1
+        try:
+            ready, _, _ = select.select([proc.stdout.fileno()], [], [], timeout)
+            return bool(ready)
+        except (OSError, ValueError):
+            return True
+        finally:
+            with self._lock:
+                self._readers -= 1
+            self._release(proc)
 
     def recv(self, deadline: float) -> dict[str, object] | None:
         """The next frame, or None: the supervisor died, stalled past ``deadline``, or sent junk."""
