@@ -73,7 +73,9 @@ DEFAULT_PACKAGES = ("numpy", "sympy", "mpmath")
 SITE_DIR = "/opt/referee/site"
 _SUPERVISOR = supervisor_source("interpreter_supervisor.py")
 _POLL_S = 0.05
-_ANSWER_SLACK_S = 5.0  # the supervisor's kill of other processes (2 s) and its output threads
+_ANSWER_SLACK_S = (
+    8.0  # after the cell: the supervisor's kill of the rest (2 s), its readers (2 x 2 s)
+)
 
 
 class CellStatus(StrEnum):
@@ -352,41 +354,17 @@ class PersistentInterpreter:
             "stdout_cap": limits.output_bytes,
             "stderr_cap": limits.stderr_bytes,
         }
-        sent = sandbox.send(request)
-        deadline = started + limits.wall_time_s
-        reason: CellStatus | None = None
-        interrupted_at: float | None = None
-        answer: dict[str, object] | None = None
-        killed = False
-        while sent:
-            if sandbox.poll(_POLL_S):
-                answer = sandbox.recv(time.monotonic() + _ANSWER_SLACK_S)
-                break
-            now = time.monotonic()
-            cpu = _cpu(sandbox) - cpu_before
-            if self._cpu_done + cpu_before + cpu > limits.total_cpu_time_s:
-                reason, killed = CellStatus.CPU_LIMIT, True
-                break
-            if interrupted_at is None:
-                if now >= deadline:
-                    reason = CellStatus.TIMEOUT
-                elif cpu > limits.effective_cpu_time_s:
-                    reason = CellStatus.CPU_LIMIT
-                if reason is not None:
-                    interrupted_at = now
-                    self._interrupt()
-            elif now - interrupted_at > limits.interrupt_grace_s + _ANSWER_SLACK_S:
-                killed = True  # it ignored the interrupt, or is stuck in C code
-                break
-        wall = time.monotonic() - started
-        oom = sandbox.cgroup.oom_killed() if sandbox.cgroup is not None else False
+        waited = _Waited()
+        if sandbox.send(request):
+            self._wait(sandbox, cpu_before, started, waited)
+        wall = (waited.ended_at or time.monotonic()) - started
         has_cgroup = sandbox.cgroup is not None
+        oom = sandbox.cgroup.oom_killed() if sandbox.cgroup is not None else False
         cpu_s = max(0.0, _cpu(sandbox) - cpu_before) if has_cgroup else None
         total = self._cpu_done + _cpu(sandbox) if has_cgroup else None
-        result = self._shape(answer, reason, oom=oom, killed=killed, wall=wall)
+        result = self._shape(waited, oom=oom, wall=wall)
         result = replace(result, cpu_s=cpu_s, total_cpu_s=total, calls=self.calls)
-        spent = total is not None and total > limits.total_cpu_time_s
-        if spent:
+        if total is not None and total > limits.total_cpu_time_s:
             with self._state_lock:
                 self._spent = True
             result = replace(
@@ -397,9 +375,45 @@ class PersistentInterpreter:
             )
         if result.state_lost or self._closed:
             self._retire(sandbox)
-        if self._closed and result.status is not CellStatus.CPU_LIMIT and answer is None:
-            result = replace(result, status=CellStatus.CLOSED, message="closed during the call")
         return result
+
+    def _wait(
+        self, sandbox: SupervisedSandbox, cpu_before: float, started: float, waited: _Waited
+    ) -> None:
+        """Wait for the answer to the request just sent, enforcing the per-call and session
+        limits meanwhile (read from the cgroup every ``_POLL_S``)."""
+        limits = self.limits
+        deadline = started + limits.wall_time_s
+        interrupted_at: float | None = None
+        while True:
+            if sandbox.poll(_POLL_S):
+                frame = sandbox.recv(time.monotonic() + _ANSWER_SLACK_S)
+                if frame is not None and frame.get("ended") and waited.ended_at is None:
+                    waited.ended_at = time.monotonic()
+                    continue
+                waited.answer = frame
+                return
+            now = time.monotonic()
+            if waited.ended_at is not None:  # the limits of the cell no longer apply
+                if now - waited.ended_at > _ANSWER_SLACK_S:
+                    waited.killed = True  # it could not kill what the cell left, or stalled
+                    return
+                continue
+            cpu = _cpu(sandbox) - cpu_before
+            if self._cpu_done + cpu_before + cpu > limits.total_cpu_time_s:
+                waited.reason, waited.killed = CellStatus.CPU_LIMIT, True
+                return
+            if interrupted_at is None:
+                if now >= deadline:
+                    waited.reason = CellStatus.TIMEOUT
+                elif cpu > limits.effective_cpu_time_s:
+                    waited.reason = CellStatus.CPU_LIMIT
+                if waited.reason is not None:
+                    interrupted_at = now
+                    self._interrupt()
+            elif now - interrupted_at > limits.interrupt_grace_s:
+                waited.killed = True  # it ignored the interrupt, or is stuck in C code
+                return
 
     def _interrupt(self) -> None:
         pid = self._supervisor_pid
@@ -407,16 +421,9 @@ class PersistentInterpreter:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.kill(pid, signal.SIGINT)
 
-    def _shape(
-        self,
-        answer: dict[str, object] | None,
-        reason: CellStatus | None,
-        *,
-        oom: bool,
-        killed: bool,
-        wall: float,
-    ) -> CellResult:
+    def _shape(self, waited: _Waited, *, oom: bool, wall: float) -> CellResult:
         """The result of a call from the supervisor's answer (None: no answer came)."""
+        answer, reason = waited.answer, waited.reason
         if answer is None or not isinstance(answer.get("stdout"), bytes):
             if oom:
                 status, message = CellStatus.MEMORY, "out of memory: the interpreter was killed"
@@ -453,9 +460,19 @@ class PersistentInterpreter:
             stdout_truncated=_int(answer.get("stdout_seen")) > len(stdout),
             stderr_truncated=_int(answer.get("stderr_seen")) > len(stderr),
             wall_s=wall,
-            state_lost=not clean or oom or killed,
+            state_lost=not clean or oom or waited.killed,
             message=message,
         )
+
+
+@dataclass(slots=True)
+class _Waited:
+    """How the wait for one answer ended."""
+
+    answer: dict[str, object] | None = None
+    reason: CellStatus | None = None  # the limit that interrupted or killed the cell
+    killed: bool = False  # the sandbox must go: the state is lost
+    ended_at: float | None = None
 
 
 def _cpu(sandbox: SupervisedSandbox) -> float:

@@ -8,6 +8,8 @@ every other process it may signal after each cell. Requests come on fd 0, answer
 (frames: 8-byte big-endian length + ``marshal`` data):
 
 * request ``{"code": str, "stdout_cap": int, "stderr_cap": int}``;
+* ``{"ended": True}`` as soon as the cell's code is done (before output is collected and other
+  processes are killed: the host's per-call limits stop there), then the
 * answer ``{"error": bool, "interrupted": bool, "memory_error": bool, "traceback": str,
   "stdout": bytes, "stderr": bytes, "stdout_seen": int, "stderr_seen": int, "wall": float,
   "clean": bool}``.
@@ -158,6 +160,7 @@ def _run_cell(req: dict, namespace: dict) -> dict:  # type: ignore[type-arg]
                 failure = late
                 break
     wall = time.monotonic() - started
+    send(_CTL_OUT, {"ended": True})  # the host's time limits stop here; cleaning follows
     text = ""
     if failure is not None:
         try:

@@ -192,7 +192,6 @@ def test_the_supervisor_refuses_to_run_outside_a_sandbox() -> None:
     host pid, and root when the suite runs as root) it must exit before serving; stdin is
     closed, so even a broken guard would only see the end of its input, never a test."""
     import subprocess
-    from pathlib import Path
 
     from referee.sandbox.languages import get_language
     from referee.sandbox.supervised import supervisor_source
