@@ -174,6 +174,8 @@ def package_binds(names: Sequence[str]) -> tuple[tuple[str, str], ...]:
     of this environment under ``SITE_DIR`` (``find_spec`` locates them without importing)."""
     binds: list[tuple[str, str]] = []
     for name in names:
+        if not name.isidentifier():  # top-level names only: "a.b" would import "a"
+            continue
         try:
             spec = importlib.util.find_spec(name)
         except (ImportError, ValueError):
