@@ -29,7 +29,6 @@ from referee.sandbox.bwrap_backend import BwrapBackend, _read_child_pid
 from referee.sandbox.cgroups import RunCgroup
 from referee.sandbox.models import ExecRequest, Limits
 from referee.sandbox.resource_limits import Rlimit, apply_rlimits
-from referee.sandbox.seccomp_filter import seccomp_fd
 
 __all__ = ["SupervisedSandbox", "supervisor_source"]
 
@@ -96,27 +95,8 @@ class SupervisedSandbox:
         try:
             if backend.cgroups is not None:
                 cgroup = backend.cgroups.create(cgroup_limits or request.limits)
-            sc_fd = seccomp_fd() if backend.use_seccomp else None
-            if sc_fd is not None:
-                fds.append(sc_fd)
-            info_r, info_w = os.pipe()
-            block_r, block_w = os.pipe()
-            fds += [info_r, info_w, block_r, block_w]
-            argv = backend._argv(request, info_w, block_r, sc_fd)
-            pass_fds = [info_w, block_r] + ([sc_fd] if sc_fd is not None else [])
-            proc = subprocess.Popen(
-                argv,
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.DEVNULL,
-                env=backend._env(request),
-                pass_fds=pass_fds,
-                close_fds=True,
-                cwd="/",
-            )
-            for fd in pass_fds:
-                os.close(fd)
-                fds.remove(fd)
+            proc, info_r, block_w = backend.spawn(request, stderr=subprocess.DEVNULL)
+            fds += [info_r, block_w]
             child = _read_child_pid(info_r)
             sandbox = cls(proc, cgroup, child or 0)
             if child is None:
