@@ -22,7 +22,8 @@ keeps the first ``*_cap`` bytes and counts the rest, so output of subprocesses i
 capped too. An exception ends the cell with its traceback as a REPL prints it (the cell's own
 frames, its lines shown from ``<cell-N>``). SIGINT raises KeyboardInterrupt while a cell runs
 and is ignored otherwise: that is how the host interrupts a cell past its time. After each cell
-every other process of the sandbox (daemons, double forks, ``Popen('sleep 1000')``) is killed.
+every other process of the sandbox (daemons, double forks, ``Popen('sleep 1000')``) is killed;
+a ``fork()`` of the cell that runs on past the cell's end exits there instead of serving.
 """
 
 import ast
@@ -44,6 +45,7 @@ _CTL_IN = -1
 _CTL_OUT = -1
 _IN_CELL = False
 _CELLS = 0
+_PID = os.getpid()
 
 
 def _on_sigint(signum: int, frame: object) -> None:
@@ -159,6 +161,8 @@ def _run_cell(req: dict, namespace: dict) -> dict:  # type: ignore[type-arg]
                 _IN_CELL = False
                 failure = late
                 break
+    if os.getpid() != _PID:  # a fork the cell made ran off the cell's end: it must not serve
+        os._exit(0)
     wall = time.monotonic() - started
     send(_CTL_OUT, {"ended": True})  # the host's time limits stop here; cleaning follows
     text = ""
@@ -167,6 +171,9 @@ def _run_cell(req: dict, namespace: dict) -> dict:  # type: ignore[type-arg]
             text = _traceback_text(failure)
         except BaseException:  # an exception whose repr fails
             text = f"{type(failure).__name__}: <exception str() failed>\n"
+        cap = max(req["stderr_cap"], 4096)
+        if len(text) > cap:  # a huge message: its head and the exception line's end
+            text = text[: cap // 2] + "\n[... traceback truncated ...]\n" + text[-cap // 2 :]
     for stream in (_STDOUT, _STDERR):
         try:
             stream.flush()

@@ -14,12 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from referee.sandbox import BwrapBackend
-from referee.sandbox.interpreter import (
-    CellStatus,
-    InterpreterLimits,
-    PersistentInterpreter,
-)
+from referee.sandbox import BwrapBackend, CellStatus, InterpreterLimits, PersistentInterpreter
 from referee.sandbox.languages import get_language
 from referee.sandbox.supervised import supervisor_source
 
@@ -139,6 +134,24 @@ def test_an_interpreter_that_exits_is_reported_crashed(interp: PersistentInterpr
     result = interp.run("import os\nos._exit(3)")
     assert result.status is CellStatus.CRASHED and result.state_lost
     assert interp.run("'back'").stdout == "'back'\n"
+
+
+def test_a_fork_that_runs_past_the_cell_does_not_answer(interp: PersistentInterpreter) -> None:
+    ok(interp, "kept = 7")
+    result = interp.run(
+        "import os\npid = os.fork()\nif pid:\n    os.waitpid(pid, 0)\n"
+        "print('parent' if pid else 'child')"
+    )
+    assert result.status is CellStatus.OK and not result.state_lost
+    assert sorted(result.stdout.split()) == ["child", "parent"]
+    assert ok(interp, "kept, pid > 0") == "(7, True)\n"  # the parent's namespace answers
+
+
+def test_a_huge_exception_message_is_capped(interp: PersistentInterpreter) -> None:
+    result = interp.run("raise ValueError('v' * 10_000_000)")
+    assert result.status is CellStatus.ERROR
+    assert len(result.traceback) < LIMITS.stderr_bytes + 100
+    assert result.traceback.startswith("Traceback") and "truncated" in result.traceback
 
 
 def test_a_fork_bomb_is_contained_and_the_host_is_fine(interp: PersistentInterpreter) -> None:
