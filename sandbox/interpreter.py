@@ -321,6 +321,10 @@ class PersistentInterpreter:
     def run(self, code: str) -> CellResult:
         """Run one cell; see the module docstring for every way it can end."""
         with self._run_lock:
+            gone = self._sandbox
+            if gone is not None and not gone.alive:  # died between calls (a thread of a cell)
+                self._retire(gone)
+                self._lost = True
             restarted = self._lost
             sandbox = self._ensure_started()
             if sandbox is None:

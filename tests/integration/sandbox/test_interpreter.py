@@ -154,6 +154,29 @@ def test_a_huge_exception_message_is_capped(interp: PersistentInterpreter) -> No
     assert result.traceback.startswith("Traceback") and "truncated" in result.traceback
 
 
+def test_an_interpreter_that_dies_between_calls_is_restarted_and_says_so(
+    interp: PersistentInterpreter,
+) -> None:
+    ok(interp, "import os, threading, time\nthreading.Timer(0.2, os._exit, (1,)).start()")
+    deadline = time.monotonic() + 10
+    while interp.alive and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not interp.alive
+    result = interp.run("'fresh'")
+    assert result.status is CellStatus.OK and result.restarted and result.stdout == "'fresh'\n"
+
+
+def test_calls_from_two_threads_run_one_at_a_time(interp: PersistentInterpreter) -> None:
+    ok(interp, "import time\nlog = []")
+    code = "log.append('in'); time.sleep(0.3); log.append('out')"
+    threads = [threading.Thread(target=interp.run, args=(code,)) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert ok(interp, "log") == "['in', 'out', 'in', 'out']\n"
+
+
 def test_a_fork_bomb_is_contained_and_the_host_is_fine(interp: PersistentInterpreter) -> None:
     result = interp.run(
         "import os\nn = 0\ntry:\n    while True:\n        if os.fork() == 0:\n"
