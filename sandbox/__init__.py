@@ -11,7 +11,9 @@ Modules: ``models`` (limits, results), ``bwrap_backend`` / ``docker_backend`` /
 ``local_backend`` (isolation), ``cgroups``, ``seccomp_filter``, ``resource_limits``,
 ``process_io`` (capped I/O under a deadline), ``languages`` (recipes), ``programs``
 (compile once, run many), ``comparison``, ``drivers`` and ``harness`` (tests and rewards),
-``code_extraction`` (the program in a model's response).
+``code_extraction`` (the program in a model's response), ``interpreter`` (a persistent,
+sandboxed Python for multi-turn tool use; ``supervised`` is the sandbox start-up it shares
+with the batches of ``programs``).
 No HTTP here: ``referee.services`` wires this to the API.
 """
 
@@ -32,6 +34,12 @@ from referee.sandbox.harness import (
     TestResult,
     run_tests,
 )
+from referee.sandbox.interpreter import (
+    CellResult,
+    CellStatus,
+    InterpreterLimits,
+    PersistentInterpreter,
+)
 from referee.sandbox.languages import (
     Language,
     available_languages,
@@ -46,15 +54,19 @@ from referee.sandbox.selection import backend_from_env, select_backend
 __all__ = [
     "AssertTest",
     "BwrapBackend",
+    "CellResult",
+    "CellStatus",
     "CodeResult",
     "CompareMode",
     "Comparison",
     "DockerBackend",
     "ExecRequest",
     "FunctionCallTest",
+    "InterpreterLimits",
     "Language",
     "LanguageUnavailable",
     "Limits",
+    "PersistentInterpreter",
     "PreparedProgram",
     "RewardMode",
     "RunResult",

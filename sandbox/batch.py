@@ -19,24 +19,20 @@ comparison.
 
 from __future__ import annotations
 
-import contextlib
-import marshal
 import os
 import resource
-import select
-import subprocess
 import time
-from pathlib import Path
 
 from referee.sandbox.backend import classify, split_exit_status
 from referee.sandbox.cgroups import RunCgroup
 from referee.sandbox.models import ExecRequest, Limits, RunResult
 from referee.sandbox.process_io import RawOutcome
-from referee.sandbox.resource_limits import apply_rlimits, rlimits_for
+from referee.sandbox.resource_limits import rlimits_for
+from referee.sandbox.supervised import SupervisedSandbox, supervisor_source
 
 __all__ = ["BatchSandbox", "batches_enabled"]
 
-_SUPERVISOR = (Path(__file__).with_name("batch_supervisor.py")).read_text(encoding="utf-8")
+_SUPERVISOR = supervisor_source("batch_supervisor.py")
 _ANSWER_SLACK_S = 6.0  # the supervisor's own kill (2 s) + exit grace + cleaning (2 s)
 _TRUE = {"1", "true", "yes", "on"}
 _RLIMIT_CPU = resource.RLIMIT_CPU
@@ -59,7 +55,7 @@ class BatchSandbox:
         self.limits = template.limits
         self.alive = False
         self.tests_run = 0
-        self._proc: subprocess.Popen[bytes] | None = None
+        self._sandbox: SupervisedSandbox | None = None
         self._cgroup: RunCgroup | None = None
         self._cpu_used = 0.0
         self._limit_as = template.limit_address_space
@@ -68,7 +64,6 @@ class BatchSandbox:
     # -- start --------------------------------------------------------------------------------
 
     def _start(self, template: ExecRequest, python_exe: str) -> None:
-        backend = self.backend
         request = ExecRequest(
             argv=(python_exe, "-I", "-S", "-B", "-c", _SUPERVISOR),
             limits=template.limits,
@@ -80,102 +75,18 @@ class BatchSandbox:
             hidden_dirs=template.hidden_dirs,
             limit_address_space=template.limit_address_space,
         )
-        fds: list[int] = []
+        # The CPU and address-space limits are per test: the supervisor sets them on each.
+        rlimits = [r for r in self._rlimits(self.limits) if r[0] not in (_RLIMIT_CPU, _RLIMIT_AS)]
         try:
-            if backend.cgroups is not None:
-                self._cgroup = backend.cgroups.create(self.limits)
-            from referee.sandbox.seccomp_filter import seccomp_fd
-
-            sc_fd = seccomp_fd() if backend.use_seccomp else None
-            if sc_fd is not None:
-                fds.append(sc_fd)
-            info_r, info_w = os.pipe()
-            block_r, block_w = os.pipe()
-            fds += [info_r, info_w, block_r, block_w]
-            argv = backend._argv(request, info_w, block_r, sc_fd)
-            pass_fds = [info_w, block_r] + ([sc_fd] if sc_fd is not None else [])
-            self._proc = subprocess.Popen(
-                argv,
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.DEVNULL,
-                env=backend._env(request),
-                pass_fds=pass_fds,
-                close_fds=True,
-                cwd="/",
-            )
-            for fd in (info_w, block_r, *([sc_fd] if sc_fd is not None else [])):
-                os.close(fd)
-                fds.remove(fd)
-            from referee.sandbox.bwrap_backend import _read_child_pid
-
-            child = _read_child_pid(info_r)
-            if child is None:
-                raise OSError("bwrap did not start its sandbox")
-            if self._cgroup is not None:
-                self._cgroup.add(child)
-            # The CPU and address-space limits are per test: the supervisor sets them on each.
-            apply_rlimits(
-                child,
-                [r for r in self._rlimits(self.limits) if r[0] not in (_RLIMIT_CPU, _RLIMIT_AS)],
-            )
-            os.write(block_w, b"1")
-            ready = self._recv(time.monotonic() + 10.0)
-            if not ready or not ready.get("ready"):
-                raise OSError("the batch supervisor did not start")
-            self.alive = True
+            self._sandbox = SupervisedSandbox.start(self.backend, request, rlimits)
         except (OSError, ValueError):
-            self.close()
-        finally:
-            for fd in fds:
-                with contextlib.suppress(OSError):
-                    os.close(fd)
+            return
+        self._cgroup = self._sandbox.cgroup
+        self.alive = True
 
     def _rlimits(self, limits: Limits) -> list[tuple[int, int, int]]:
-        no_cgroup = self._cgroup is None
+        no_cgroup = self.backend.cgroups is None
         return rlimits_for(limits, address_space=no_cgroup and self._limit_as, nproc=no_cgroup)
-
-    # -- framing ------------------------------------------------------------------------------
-
-    def _send(self, message: dict[str, object]) -> bool:
-        assert self._proc is not None and self._proc.stdin is not None
-        data = marshal.dumps(message)
-        try:
-            self._proc.stdin.write(len(data).to_bytes(8, "big") + data)
-            self._proc.stdin.flush()
-        except (OSError, ValueError):
-            return False
-        return True
-
-    def _read_exact(self, n: int, deadline: float) -> bytes | None:
-        assert self._proc is not None and self._proc.stdout is not None
-        fd = self._proc.stdout.fileno()
-        buf = bytearray()
-        while len(buf) < n:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                return None
-            ready, _, _ = select.select([fd], [], [], left)
-            if not ready:
-                return None
-            chunk = os.read(fd, n - len(buf))
-            if not chunk:
-                return None
-            buf += chunk
-        return bytes(buf)
-
-    def _recv(self, deadline: float) -> dict[str, object] | None:
-        head = self._read_exact(8, deadline)
-        if head is None:
-            return None
-        body = self._read_exact(int.from_bytes(head, "big"), deadline)
-        if body is None:
-            return None
-        try:
-            value = marshal.loads(body)
-        except (ValueError, EOFError, TypeError):
-            return None
-        return value if isinstance(value, dict) else None
 
     # -- one test -----------------------------------------------------------------------------
 
@@ -195,10 +106,11 @@ class BatchSandbox:
             "stderr_cap": limits.stderr_bytes,
             "stderr_stop": limits.output_bytes,
         }
-        if not self._send(request):
+        assert self._sandbox is not None
+        if not self._sandbox.send(request):
             self.close()
             return None
-        answer = self._recv(time.monotonic() + limits.wall_time_s + _ANSWER_SLACK_S)
+        answer = self._sandbox.recv(time.monotonic() + limits.wall_time_s + _ANSWER_SLACK_S)
         if answer is None or not isinstance(answer.get("stdout"), bytes):
             self.close()  # the supervisor was killed or stopped: nothing it says counts
             return None
@@ -238,19 +150,10 @@ class BatchSandbox:
 
     def close(self) -> None:
         self.alive = False
-        proc, self._proc = self._proc, None
-        if proc is not None:
-            for stream in (proc.stdin, proc.stdout):
-                if stream is not None:
-                    with contextlib.suppress(OSError):
-                        stream.close()
-            with contextlib.suppress(ProcessLookupError):
-                proc.kill()
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                proc.wait(timeout=5)
-        cgroup, self._cgroup = self._cgroup, None
-        if cgroup is not None:
-            cgroup.remove()
+        self._cgroup = None
+        sandbox, self._sandbox = self._sandbox, None
+        if sandbox is not None:
+            sandbox.close()
 
 
 def _bytes(value: object) -> bytes:

@@ -1,6 +1,7 @@
 """The in-sandbox supervisor of a batch: runs one program's tests, each as its own process.
 
-Not imported by the package: ``BwrapBackend.open_batch`` runs this file's text with
+Not imported by the package: ``BatchSandbox`` runs this file's text (after
+``supervisor_common.py``'s, see ``supervised.supervisor_source``) with
 ``python -I -S -B -c`` as the sandbox's first process (uid 65534, inside the program's
 namespaces, seccomp filter and cgroup). It reads requests from fd 0 and answers on fd 1, one
 test at a time (frames: 8-byte big-endian length + ``marshal`` data):
@@ -22,12 +23,20 @@ an interpreter with no more state than a fresh ``python -I -S`` plus ``exit``/``
 """
 
 import gc
-import marshal
 import os
 import select
 import signal
 import sys
 import time
+
+from supervisor_common import (  # type: ignore[import-not-found]
+    empty_dir,
+    guard,
+    kill_others,
+    recv,
+    send,
+    set_dumpable,
+)
 
 _EXIT_GRACE_S = 0.05
 _CHUNK = 65536
@@ -37,72 +46,12 @@ _CTL_IN = -1
 _CTL_OUT = -1
 
 
-def _set_dumpable(value: int) -> None:
-    import ctypes
-
-    ctypes.CDLL(None, use_errno=True).prctl(4, value, 0, 0, 0)  # PR_SET_DUMPABLE
-
-
-def _read_exact(fd: int, n: int) -> bytes:
-    buf = bytearray()
-    while len(buf) < n:
-        chunk = os.read(fd, n - len(buf))
-        if not chunk:
-            raise EOFError
-        buf += chunk
-    return bytes(buf)
-
-
 def _recv() -> dict | None:  # type: ignore[type-arg]
-    try:
-        size = int.from_bytes(_read_exact(_CTL_IN, 8), "big")
-        return marshal.loads(_read_exact(_CTL_IN, size))  # type: ignore[no-any-return]
-    except EOFError:
-        return None
+    return recv(_CTL_IN)  # type: ignore[no-any-return]
 
 
 def _send(answer: dict) -> None:  # type: ignore[type-arg]
-    data = marshal.dumps(answer)
-    view = memoryview(len(data).to_bytes(8, "big") + data)
-    while view:
-        view = view[os.write(_CTL_OUT, view) :]
-
-
-def _others() -> list[int]:
-    me = os.getpid()
-    return [int(n) for n in os.listdir("/proc") if n.isdigit() and int(n) not in (1, me)]
-
-
-def _kill_others() -> bool:
-    """Kill every process of the sandbox but this one (and bwrap's init); True once none is left."""
-    deadline = time.monotonic() + 2.0
-    while time.monotonic() < deadline:
-        try:
-            os.kill(-1, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        while True:  # reap what was ours
-            try:
-                pid, _ = os.waitpid(-1, os.WNOHANG)
-            except ChildProcessError:
-                break
-            if pid == 0:
-                break
-        if not _others():
-            return True
-        time.sleep(0.002)
-    return False
-
-
-def _empty(path: str) -> None:
-    for entry in os.scandir(path):
-        full = entry.path
-        if entry.is_dir(follow_symlinks=False):
-            os.chmod(full, 0o700)
-            _empty(full)
-            os.rmdir(full)
-        else:
-            os.unlink(full)
+    send(_CTL_OUT, answer)
 
 
 def _sysv_left() -> bool:
@@ -135,11 +84,11 @@ def _remove_sysv() -> None:
 
 
 def _clean() -> bool:
-    if not _kill_others():
+    if not kill_others():
         return False
     try:
         for path in _CLEAN_DIRS:
-            _empty(path)
+            empty_dir(path)
         if _sysv_left():
             _remove_sysv()
         return not _sysv_left()
@@ -330,7 +279,7 @@ def _serve() -> tuple[str, object] | None:
     os.dup2(nul, 0)
     os.dup2(nul, 1)
     os.close(nul)
-    _set_dumpable(0)
+    set_dumpable(0)
     import _sitebuiltins  # what `site` would add to builtins: exit() and quit() are common
     import builtins
 
@@ -353,7 +302,7 @@ def _start_program(path: str, code: object) -> None:
     import io
     import types
 
-    _set_dumpable(1)
+    set_dumpable(1)
     for fd, name in ((0, "stdin"), (1, "stdout"), (2, "stderr")):
         like = _ORIGINAL_STDIO[fd]  # made by this interpreter at start: same settings
         mode = "rb" if fd == 0 else "wb"
@@ -430,12 +379,7 @@ def _exit(status: int) -> None:
 
 def _main() -> None:
     global _CTL_IN, _CTL_OUT
-    # kill(-1) reaches every process this one may signal. That is the sandbox only when this is
-    # the first process of a fresh pid namespace (bwrap's init is pid 1) and not root; anywhere
-    # else (run by hand on a host, as root) it would be every process of the machine: refuse.
-    if os.getuid() == 0 or os.geteuid() == 0 or os.getpid() > 3:
-        os.write(2, b"batch_supervisor: only runs as a sandbox's first process, not as root\n")
-        os._exit(70)
+    guard("batch_supervisor")
     _CTL_IN, _CTL_OUT = os.dup(0), os.dup(1)
     program = _serve()
     if program is None:

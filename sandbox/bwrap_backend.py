@@ -200,7 +200,7 @@ class BwrapBackend:
         # Parent dirs bwrap creates for bind targets take the caller's umask (0700 under
         # umask 077): create them world-traversable first.
         made: set[str] = set()
-        for target in (*_ETC_FILES, *request.toolchain_dirs):
+        for target in (*_ETC_FILES, *request.toolchain_dirs, *(t for _, t in request.binds)):
             for parent in reversed(Path(target).parents[:-1]):
                 key = str(parent)
                 if key not in made and not key.startswith("/usr"):
@@ -210,6 +210,8 @@ class BwrapBackend:
             a += ["--ro-bind-try", etc, etc]
         for tool_dir in request.toolchain_dirs:
             a += ["--ro-bind", tool_dir, tool_dir]
+        for source, target in request.binds:
+            a += ["--ro-bind", source, target]
         for hidden in request.hidden_dirs:  # e.g. the host's site-packages: shown empty
             if os.path.isdir(hidden):
                 a += ["--perms", "0555", "--tmpfs", hidden, "--remount-ro", hidden]
@@ -251,6 +253,43 @@ class BwrapBackend:
         env.update(request.env)
         return env
 
+    def spawn(
+        self, request: ExecRequest, *, stderr: int
+    ) -> tuple[subprocess.Popen[bytes], int, int]:
+        """Start bwrap for ``request``, parked before it runs anything: ``(proc, info_r,
+        block_w)``. The caller reads the sandbox child's pid from ``info_r``
+        (``_read_child_pid``), puts it in its cgroup and sets its rlimits, releases it by writing
+        to ``block_w``, and closes both. stdin and stdout are pipes. Raises ``OSError`` with
+        nothing left open."""
+        fds: list[int] = []
+        try:
+            sc_fd = seccomp_fd() if self.use_seccomp else None
+            if sc_fd is not None:
+                fds.append(sc_fd)
+            info_r, info_w = os.pipe()
+            block_r, block_w = os.pipe()
+            fds += [info_r, info_w, block_r, block_w]
+            argv = self._argv(request, info_w, block_r, sc_fd)
+            pass_fds = [info_w, block_r] + ([sc_fd] if sc_fd is not None else [])
+            proc = subprocess.Popen(
+                argv,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=stderr,
+                env=self._env(request),
+                pass_fds=pass_fds,
+                close_fds=True,
+                cwd="/",
+            )
+        except OSError:
+            for fd in fds:
+                with contextlib.suppress(OSError):
+                    os.close(fd)
+            raise
+        for fd in pass_fds:
+            os.close(fd)
+        return proc, info_r, block_w
+
     # -- one run ------------------------------------------------------------------------------
 
     def run(self, request: ExecRequest) -> RunResult:
@@ -261,39 +300,15 @@ class BwrapBackend:
                 self.runs_started += 1
         limits = request.limits
         cgroup: RunCgroup | None = None
-        fds: list[int] = []
         try:
             if self.cgroups is not None:
                 cgroup = self.cgroups.create(limits)
-            sc_fd = seccomp_fd() if self.use_seccomp else None
-            if sc_fd is not None:
-                fds.append(sc_fd)
-            info_r, info_w = os.pipe()
-            block_r, block_w = os.pipe()
-            fds += [info_r, info_w, block_r, block_w]
-            argv = self._argv(request, info_w, block_r, sc_fd)
-            pass_fds = [info_w, block_r] + ([sc_fd] if sc_fd is not None else [])
             started = time.monotonic()
-            proc = subprocess.Popen(
-                argv,
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                env=self._env(request),
-                pass_fds=pass_fds,
-                close_fds=True,
-                cwd="/",
-            )
+            proc, info_r, block_w = self.spawn(request, stderr=subprocess.PIPE)
         except OSError as exc:
             if cgroup is not None:
                 cgroup.remove()
-            for fd in fds:
-                with contextlib.suppress(OSError):
-                    os.close(fd)
             return RunResult(status=RunStatus.SANDBOX_ERROR, message=f"cannot start bwrap: {exc}")
-
-        for fd in (info_w, block_r, *([sc_fd] if sc_fd is not None else [])):
-            os.close(fd)
         try:
             return self._supervise(proc, request, cgroup, info_r, block_w, started)
         finally:

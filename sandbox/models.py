@@ -110,6 +110,9 @@ class ExecRequest:
     toolchain_dirs: tuple[str, ...] = ()
     hidden_dirs: tuple[str, ...] = ()
     """Directories inside the bound toolchains shown empty (an interpreter's site-packages)."""
+    binds: tuple[tuple[str, str], ...] = ()
+    """``(host path, sandbox path)`` pairs bound read-only elsewhere than at the same path
+    (chosen packages of the server's environment, for the persistent interpreter)."""
     limit_address_space: bool = True
     kind: str = "run"  # "run" or "compile"; informational (stats, logs)
 

@@ -192,13 +192,12 @@ def test_the_supervisor_refuses_to_run_outside_a_sandbox() -> None:
     host pid, and root when the suite runs as root) it must exit before serving; stdin is
     closed, so even a broken guard would only see the end of its input, never a test."""
     import subprocess
-    from pathlib import Path
 
-    from referee.sandbox import batch
     from referee.sandbox.languages import get_language
+    from referee.sandbox.supervised import supervisor_source
 
     python = get_language("python").run_argv("x", LIMITS)[0]
-    source = Path(batch.__file__).with_name("batch_supervisor.py").read_text()
+    source = supervisor_source("batch_supervisor.py")
     done = subprocess.run(
         [python, "-I", "-S", "-B", "-c", source],
         stdin=subprocess.DEVNULL,
