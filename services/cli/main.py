@@ -198,17 +198,16 @@ def _run_locally(
 ) -> Any:
     from referee.client.models import ExecutionResult, RunLimits, SandboxRunResponse
     from referee.services.execution.slots import SandboxExecutor
-    from referee.services.routes.sandbox import run_once
-    from referee.services.scoring.code import run_result_dict
+    from referee.services.execution.wire import run_result_dict
     from referee.services.settings import Settings
 
     executor = SandboxExecutor(Settings(sandbox_slots=1))
     try:
         executor.start()
-        backend = executor.require_backend()
+        runner = executor.require_runner()
         limits = executor.limits(RunLimits(time_s=time_limit, memory_mb=memory_mb))
         start = time.perf_counter()
-        compiled, run = run_once(backend, code, language, stdin, limits, executor.compile_limits())
+        compiled, run = runner.run_once(code, language, stdin, limits, executor.compile_limits())
     finally:
         executor.close()
     return SandboxRunResponse(

@@ -24,8 +24,8 @@ queue is full) are retried the same way. A node's 422 (an unknown language) is p
 is. Every call has a deadline: the program's own limits plus
 ``REFEREE_SANDBOX_REMOTE_WAIT_S`` for a free slot.
 
-``run()`` (one raw command, what local backends do) is not offered remotely: it returns a
-``sandbox_error`` saying so, and nothing in referee calls it on this backend.
+It is a :class:`~referee.services.execution.runners.CodeRunner`, as the local runner is; it is
+not an isolation backend (no single commands).
 """
 
 from __future__ import annotations
@@ -47,35 +47,20 @@ from referee.client.errors import (
 )
 from referee.client.models import (
     CodeGradeResponse,
-    ExecutionResult,
     SandboxLanguages,
     SandboxRunResponse,
 )
-from referee.sandbox import ExecRequest, Limits, RunResult, RunStatus
+from referee.sandbox import Limits, RunResult
+from referee.sandbox.languages import normalize_language
+from referee.services.execution.wire import to_run_result
 from referee.services.settings import Settings
 
-__all__ = ["CONNECT_RETRY_S", "DOWN_S", "RemoteSandbox", "to_run_result"]
+__all__ = ["CONNECT_RETRY_S", "DOWN_S", "RemoteSandbox"]
 
 CONNECT_RETRY_S = 30.0
 _RETRY_STATUS = {502, 503, 504}
 _SLACK_S = 30.0  # set-up, transfer and tear-down on top of a run's own limits
 DOWN_S = 10.0  # an unreachable node is skipped this long while another one answers
-
-
-def to_run_result(result: ExecutionResult) -> RunResult:
-    """The sandbox's ``RunResult`` for a run as the wire carries it."""
-    return RunResult(
-        status=RunStatus(result.status),
-        exit_code=result.exit_code,
-        signal=result.signal,
-        stdout=result.stdout,
-        stderr=result.stderr,
-        truncated=result.stdout_truncated,
-        stderr_truncated=result.stderr_truncated,
-        wall_time_s=result.wall_time_s,
-        cpu_time_s=result.cpu_time_s,
-        message=result.message,
-    )
 
 
 class RemoteSandbox:
@@ -130,25 +115,25 @@ class RemoteSandbox:
     def close(self) -> None:
         self._http.close()
 
-    # -- the SandboxBackend interface ---------------------------------------------------------
-    def run(self, request: ExecRequest) -> RunResult:
-        return RunResult(
-            status=RunStatus.SANDBOX_ERROR,
-            message="the remote sandbox backend runs whole programs (run once, or a code "
-            "grader's tests), not single commands",
-        )
-
     # -- what is forwarded --------------------------------------------------------------------
-    def languages(self) -> SandboxLanguages:
+    def node_languages(self) -> SandboxLanguages:
         """The languages of a node (``GET /v1/sandbox/languages``)."""
         data = self._call("GET", "/v1/sandbox/languages", None, 30.0)
         return SandboxLanguages.model_validate(data)
+
+    def languages(self, slots: int) -> SandboxLanguages:
+        node = self.node_languages()
+        return node.model_copy(update={"backend": f"remote ({node.backend})", "slots": slots})
+
+    def check_language(self, language: str) -> str:
+        """The canonical name; the node checks the language is installed (a 422 if not)."""
+        return normalize_language(language)
 
     def run_once(
         self, code: str, language: str, stdin: str, limits: Limits, compile_limits: Limits
     ) -> tuple[RunResult | None, RunResult]:
         """Compile (if needed) and run once on a node: ``(compile_result, run_result)``, as
-        ``referee.services.routes.sandbox.run_once`` answers locally."""
+        :class:`~referee.services.execution.runners.LocalRunner` answers here."""
         body = {
             "code": code,
             "language": language,
@@ -164,6 +149,17 @@ class RemoteSandbox:
         if compiled is not None and not compiled.ok:
             return compiled, compiled
         return compiled, to_run_result(answer)
+
+    def run_each(
+        self,
+        code: str,
+        language: str,
+        stdins: Sequence[str],
+        limits: Limits,
+        compile_limits: Limits,
+    ) -> list[RunResult]:
+        """One run per input, each a ``/v1/sandbox/run`` of its own (any node may take it)."""
+        return [self.run_once(code, language, x, limits, compile_limits)[1] for x in stdins]
 
     def grade_code(
         self,

@@ -52,6 +52,7 @@ from referee.sandbox import (
     select_backend,
 )
 from referee.sandbox.languages import COMPILE_LIMITS
+from referee.services.execution.runners import CodeRunner, LocalRunner
 from referee.services.settings import Settings
 from referee.verifiers.check_lanes import current_lane
 
@@ -62,12 +63,17 @@ T = TypeVar("T")
 
 
 class SandboxExecutor:
-    """The isolation backend (chosen at start-up) and the slots programs run in."""
+    """The code runner (chosen at start-up) and the slots its programs run in.
+
+    ``runner`` is what every caller uses (:class:`~referee.services.execution.runners.
+    CodeRunner`: here, or on sandbox nodes); ``backend`` is the isolation backend of a local
+    runner (``None`` with the ``remote`` runner), for what needs a sandbox of its own here."""
 
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
         self.slots = settings.sandbox_slots
         self.backend: SandboxBackend | None = None
+        self.runner: CodeRunner | None = None
         self.unavailable_reason: str | None = "the sandbox has not started"
         self._pool = ThreadPoolExecutor(max_workers=self.slots, thread_name_prefix="sandbox")
         self._lock = threading.Lock()
@@ -85,9 +91,7 @@ class SandboxExecutor:
         name = s.sandbox_backend or "bwrap"
         image = {"docker_image": s.sandbox_docker_image} if s.sandbox_docker_image else {}
         try:
-            self.backend = select_backend(
-                name, allow_unsafe_local=s.sandbox_allow_unsafe_local, **image
-            )
+            backend = select_backend(name, allow_unsafe_local=s.sandbox_allow_unsafe_local, **image)
         except SandboxUnavailable as exc:
             if s.sandbox_backend is None and s.sandbox_allow_unsafe_local:
                 log.warning(
@@ -95,16 +99,17 @@ class SandboxExecutor:
                     "UNISOLATED with rlimits only",
                     exc.reason,
                 )
-                self.backend = select_backend("unsafe_local", allow_unsafe_local=True)
+                backend = select_backend("unsafe_local", allow_unsafe_local=True)
             else:
                 self.unavailable_reason = str(exc)
                 log.warning("code execution is unavailable: %s", exc)
                 return
         available_languages()  # probe the toolchains now, not in a request
+        self.backend, self.runner = backend, LocalRunner(backend)
         self.unavailable_reason = None
 
     def _start_remote(self) -> None:
-        """The ``remote`` backend: programs run on sandbox nodes (``remote_sandbox``)."""
+        """The ``remote`` runner: programs run on sandbox nodes (``execution.remote``)."""
         from referee.services.execution.remote import RemoteSandbox
 
         try:
@@ -114,23 +119,22 @@ class SandboxExecutor:
             log.warning("code execution is unavailable: %s", exc)
             return
         try:
-            info = remote.languages()
+            info = remote.node_languages()
             log.info("sandbox node(s) %s: %s", ", ".join(remote.urls), info.backend)
         except RefereeError as exc:  # a node that starts later is used once it answers
             log.warning("the sandbox node is not answering yet: %s", exc)
-        self.backend = remote
+        self.runner = remote
         self.unavailable_reason = None
 
     def close(self) -> None:
         self._pool.shutdown(wait=False, cancel_futures=True)
-        closer = getattr(self.backend, "close", None)
-        if self.settings.sandbox_backend == "remote" and callable(closer):
-            closer()
+        if self.runner is not None:
+            self.runner.close()
 
-    def require_backend(self) -> SandboxBackend:
-        if self.backend is None:
+    def require_runner(self) -> CodeRunner:
+        if self.runner is None:
             raise ServiceUnavailable(self.unavailable_reason or "code execution is unavailable")
-        return self.backend
+        return self.runner
 
     @property
     def in_flight(self) -> int:
@@ -208,7 +212,7 @@ class SandboxExecutor:
         """Run ``fn(*args)`` once a slot is free, waiting at most ``sandbox_queue_wait_s`` for
         it (then ``GatewayTimeout``); ``ServiceUnavailable`` if the queue is full. ``gone``
         returns when the client has hung up: a run still waiting then leaves the queue."""
-        self.require_backend()
+        self.require_runner()
         depth = self.settings.sandbox_queue_depth
         with self._lock:
             queued = self._in_flight >= self.slots
@@ -278,7 +282,7 @@ class SandboxExecutor:
         """Run ``fn(*args)`` when a slot frees up (reward items). With ``if_dropped``, a run
         whose caller's lane (:data:`current_lane`) is dropped by the time its slot is free is
         answered ``if_dropped(reason)`` instead of being run."""
-        self.require_backend()
+        self.require_runner()
         with self._lock:
             self._in_flight += 1
         return await self._run(fn, *args, if_dropped=if_dropped)

@@ -68,7 +68,7 @@ async def readyz(request: Request) -> JSONResponse:
         "status": "ready" if ok else "not ready",
         "components": {
             "math": "ok" if ok else "unavailable",
-            "sandbox": sandbox.backend.name if sandbox.backend is not None else "unavailable",
+            "sandbox": sandbox.runner.name if sandbox.runner is not None else "unavailable",
         },
         "math_check": how,
         "math_workers": pool.workers,

@@ -14,32 +14,20 @@ from typing import Any
 
 from fastapi import APIRouter, Request
 
-from referee.client.errors import InvalidRequest
 from referee.client.models import (
     CodeGradeRequest,
     CodeGradeResponse,
     ExecutionResult,
-    LanguageInfo,
     Problem,
     SandboxLanguages,
     SandboxRunRequest,
     SandboxRunResponse,
 )
-from referee.sandbox import (
-    LanguageUnavailable,
-    Limits,
-    RunResult,
-    SandboxBackend,
-    available_languages,
-    get_language,
-    prepare,
-)
-from referee.sandbox.languages import normalize_language
-from referee.services.execution.remote import RemoteSandbox
+from referee.services.execution.program_tests import code_deadline_s
 from referee.services.execution.slots import SandboxExecutor
-from referee.services.scoring.code import grade_code, run_result_dict
+from referee.services.execution.wire import run_result_dict
 
-__all__ = ["hang_up", "router", "run_once"]
+__all__ = ["hang_up", "router"]
 
 _PROBLEMS: dict[int | str, dict[str, Any]] = {
     401: {"model": Problem, "description": "Missing or unknown API key"},
@@ -58,25 +46,6 @@ _PROBLEMS: dict[int | str, dict[str, Any]] = {
 router = APIRouter(prefix="/v1/sandbox", tags=["sandbox"], responses=_PROBLEMS)
 
 
-def run_once(
-    backend: SandboxBackend,
-    code: str,
-    language: str,
-    stdin: str,
-    limits: Limits,
-    compile_limits: Limits,
-) -> tuple[RunResult | None, RunResult]:
-    """Compile (if needed) and run once: ``(compile_result, run_result)``; a failed compile is
-    both (the run did not happen). Blocking: runs in a sandbox thread."""
-    if isinstance(backend, RemoteSandbox):
-        return backend.run_once(code, language, stdin, limits, compile_limits)
-    with prepare(code, language, backend, compile_limits=compile_limits) as program:
-        if not program.ready:
-            assert program.compile_result is not None
-            return program.compile_result, program.compile_result
-        return program.compile_result, program.run(stdin, limits)
-
-
 def hang_up(request: Request) -> Callable[[], Awaitable[object]]:
     """A coroutine function that returns once the client of ``request`` has hung up (its body
     is already read, so the next ASGI message is the disconnect)."""
@@ -86,17 +55,6 @@ def hang_up(request: Request) -> Callable[[], Awaitable[object]]:
             pass
 
     return gone
-
-
-def checked_language(language: str, backend: SandboxBackend | None = None) -> str:
-    """The canonical name of an installed language, or ``InvalidRequest`` (422). A remote
-    backend's node checks the language itself."""
-    if isinstance(backend, RemoteSandbox):
-        return normalize_language(language)
-    try:
-        return get_language(language).name
-    except LanguageUnavailable as exc:
-        raise InvalidRequest(str(exc)) from exc
 
 
 @router.post("/run", response_model=SandboxRunResponse, summary="Run one program in the sandbox")
@@ -111,13 +69,12 @@ async def sandbox_run(body: SandboxRunRequest, request: Request) -> SandboxRunRe
     """
     start = time.perf_counter()
     executor: SandboxExecutor = request.app.state.sandbox
-    backend = executor.require_backend()
-    language = checked_language(body.language, backend)
+    runner = executor.require_runner()
+    language = runner.check_language(body.language)
     limits = executor.limits(body.limits)
     compile_limits = executor.compile_limits(body.compile_time_s)
     compiled, run = await executor.run_single(
-        run_once,
-        backend,
+        runner.run_once,
         body.code,
         language,
         body.stdin,
@@ -146,12 +103,13 @@ async def sandbox_grade(body: CodeGradeRequest, request: Request) -> CodeGradeRe
     what a server with the `remote` sandbox backend asks its sandbox nodes for."""
     start = time.perf_counter()
     executor: SandboxExecutor = request.app.state.sandbox
-    backend = executor.require_backend()
+    runner = executor.require_runner()
     grader = body.grader.model_dump()
     limits = executor.limits(body.grader.limits)
     compile_limits = executor.compile_limits(body.compile_time_s)
+    deadline = code_deadline_s(grader, limits, compile_limits)
     score, details = await executor.run_queued(
-        grade_code, grader, body.response, backend, limits, compile_limits
+        runner.grade_code, grader, body.response, limits, compile_limits, deadline
     )
     return CodeGradeResponse(
         score=score, details=details, elapsed_ms=(time.perf_counter() - start) * 1000
@@ -161,16 +119,12 @@ async def sandbox_grade(body: CodeGradeRequest, request: Request) -> CodeGradeRe
 @router.get("/languages", response_model=SandboxLanguages, summary="Languages that can run here")
 async def sandbox_languages(request: Request) -> SandboxLanguages:
     executor: SandboxExecutor = request.app.state.sandbox
-    if isinstance(executor.backend, RemoteSandbox):
-        node = await asyncio.to_thread(executor.backend.languages)
-        return node.model_copy(
-            update={"backend": f"remote ({node.backend})", "slots": executor.slots}
+    if executor.runner is None:
+        return SandboxLanguages(
+            backend=None,
+            available=False,
+            reason=executor.unavailable_reason,
+            languages=[],
+            slots=executor.slots,
         )
-    names = available_languages() if executor.backend is not None else []
-    return SandboxLanguages(
-        backend=executor.backend.name if executor.backend is not None else None,
-        available=executor.backend is not None,
-        reason=executor.unavailable_reason,
-        languages=[LanguageInfo(name=n, compiled=get_language(n).compiled) for n in names],
-        slots=executor.slots,
-    )
+    return await asyncio.to_thread(executor.runner.languages, executor.slots)

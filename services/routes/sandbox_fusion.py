@@ -23,56 +23,20 @@ from referee.client.models import (
     Problem,
     RunCodeRequest,
     RunCodeResponse,
-    RunCodeResult,
     RunLimits,
 )
-from referee.sandbox import RunResult, RunStatus
-from referee.sandbox.process_io import cut_for_json
+from referee.sandbox import RunStatus
 from referee.services.execution.slots import SandboxExecutor
-from referee.services.routes.sandbox import checked_language, hang_up, run_once
+from referee.services.execution.wire import to_run_code_result
+from referee.services.routes.sandbox import hang_up
 
-__all__ = ["ping_router", "router", "to_run_code_result"]
+__all__ = ["ping_router", "router"]
 
 router = APIRouter(tags=["compat"])
 ping_router = APIRouter(tags=["compat"])
 
 # SandboxFusion's language names that differ from referee's (the rest are aliases it knows).
 _LANGUAGES = {"nodejs": "javascript"}
-
-
-def to_run_code_result(run: RunResult, body_bytes: int | None = None) -> RunCodeResult:
-    """SandboxFusion's shape of one run; with ``body_bytes``, stdout and stderr are each cut
-    to that many bytes of JSON, and stderr says so (its schema has no field for it)."""
-    if run.status is RunStatus.TIME_LIMIT:
-        status = "TimeLimitExceeded"
-    elif run.status is RunStatus.SANDBOX_ERROR:
-        status = "Error"
-    else:
-        status = "Finished"
-    code = (
-        run.exit_code
-        if run.exit_code is not None
-        else (-run.signal if run.signal is not None else None)
-    )
-    stdout, stderr, cut = run.stdout, run.stderr, False
-    if body_bytes is not None:
-        stdout, cut_out = cut_for_json(stdout, body_bytes)
-        stderr, cut_err = cut_for_json(stderr, body_bytes)
-        cut = cut_out or cut_err
-    notes = []
-    if run.status in (RunStatus.OUTPUT_LIMIT, RunStatus.MEMORY_LIMIT) and run.message:
-        notes.append(f"[referee] {run.message}")
-    if cut:
-        notes.append(f"[referee] output cut to {body_bytes} bytes of JSON for the response")
-    if notes:
-        stderr = "\n".join([stderr, *notes]) if stderr else "\n".join(notes)
-    return RunCodeResult(
-        status=status,
-        execution_time=run.wall_time_s,
-        return_code=code,
-        stdout=stdout,
-        stderr=stderr,
-    )
 
 
 _QUEUE_PROBLEMS: dict[int | str, dict[str, Any]] = {
@@ -96,10 +60,10 @@ _QUEUE_PROBLEMS: dict[int | str, dict[str, Any]] = {
 )
 async def run_code(body: RunCodeRequest, request: Request) -> RunCodeResponse:
     executor: SandboxExecutor = request.app.state.sandbox
-    backend = executor.require_backend()
+    runner = executor.require_runner()
     name = _LANGUAGES.get(body.language, body.language)
     try:
-        language = checked_language(name, backend)
+        language = runner.check_language(name)
     except InvalidRequest as exc:
         return RunCodeResponse(status="SandboxError", message=exc.detail)
     if any(body.files.values()):
@@ -108,8 +72,7 @@ async def run_code(body: RunCodeRequest, request: Request) -> RunCodeResponse:
     limits = executor.limits(RunLimits(time_s=body.run_timeout, memory_mb=memory))
     try:
         compiled, run = await executor.run_single(
-            run_once,
-            backend,
+            runner.run_once,
             body.code,
             language,
             body.stdin or "",

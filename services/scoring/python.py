@@ -23,9 +23,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from referee.client.models import RunLimits
-from referee.sandbox import Limits, RunStatus, SandboxBackend, prepare
+from referee.sandbox import Limits, RunStatus
 from referee.sandbox.models import RunResult
-from referee.services.execution.remote import RemoteSandbox
+from referee.services.execution.runners import CodeRunner
 from referee.services.execution.slots import SandboxExecutor
 from referee.verifiers.tool_calls import parse_tool_calls
 from referee.verifiers.tree import Path, leaves, replace
@@ -147,17 +147,17 @@ def _verdict(
 def grade_python(
     grader: dict[str, Any],
     response: str,
-    backend: SandboxBackend,
+    runner: CodeRunner,
     limits: Limits,
     compile_limits: Limits,
 ) -> tuple[float | None, dict[str, Any]]:
     """Run the grader's ``grade(sample, item)`` on one response in the sandbox."""
-    return grade_python_group([(grader, response)], backend, limits, compile_limits)[0]
+    return grade_python_group([(grader, response)], runner, limits, compile_limits)[0]
 
 
 def grade_python_group(
     members: Sequence[tuple[dict[str, Any], str]],
-    backend: SandboxBackend,
+    runner: CodeRunner,
     limits: Limits,
     compile_limits: Limits,
 ) -> list[tuple[float | None, dict[str, Any]]]:
@@ -167,21 +167,11 @@ def grade_python_group(
     mark = f"@@referee-result-{secrets.token_hex(8)}@@"
     source = members[0][0]["source"]
     driver = driver_source(source, mark)
-    if isinstance(backend, RemoteSandbox):
-        return [
-            _verdict(
-                backend.run_once(driver, "python", _payload(leaf, r), limits, compile_limits)[1],
-                mark,
-                leaf,
-                limits,
-            )
-            for leaf, r in members
-        ]
-    with prepare(driver, "python", backend) as program, program.session() as session:
-        return [
-            _verdict(session.run(_payload(leaf, r), limits), mark, leaf, limits)
-            for leaf, r in members
-        ]
+    payloads = [_payload(leaf, r) for leaf, r in members]
+    runs = runner.run_each(driver, "python", payloads, limits, compile_limits)
+    return [
+        _verdict(run, mark, leaf, limits) for run, (leaf, _r) in zip(runs, members, strict=True)
+    ]
 
 
 _GROUP_SIZE = 32
@@ -198,7 +188,7 @@ async def resolve_python_leaves(
         for path, leaf in leaves(grader, {"python"}):
             key = json.dumps([leaf["source"], leaf.get("timeout_s"), leaf.get("memory_mb")])
             groups[key].append((i, path, leaf))
-    backend = executor.require_backend()
+    runner = executor.require_runner()
     chunks = [
         members[k : k + _GROUP_SIZE]
         for members in groups.values()
@@ -214,7 +204,7 @@ async def resolve_python_leaves(
             out: list[Any] = await executor.run_queued(
                 grade_python_group,
                 pairs,
-                backend,
+                runner,
                 limits,
                 executor.compile_limits(),
                 if_dropped=lambda reason: [_invalid(f"not run: {reason}") for _ in chunk],

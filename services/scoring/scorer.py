@@ -218,7 +218,7 @@ class Scorer:
         if code:
             if self.sandbox is None:
                 raise ServiceUnavailable("code execution is not enabled on this server")
-            self.sandbox.require_backend()
+            self.sandbox.require_runner()
         code_set = set(code)
         plain = [i for i in range(len(items)) if i not in code_set]
         plain_out, code_out = await asyncio.gather(

@@ -212,13 +212,13 @@ def test_an_unreachable_node_is_skipped_for_a_while(
     try:
         monkeypatch.setattr(remote_sandbox, "DOWN_S", 3600.0)
         for _ in range(6):
-            assert remote.languages().available
+            assert remote.node_languages().available
         assert gone.connections == 1  # tried once, then skipped
         assert remote.down_nodes() == [gone.url]
         monkeypatch.setattr(remote_sandbox, "DOWN_S", 0.0)  # as if the window had passed
         assert remote.down_nodes() == []
         for _ in range(4):
-            assert remote.languages().available
+            assert remote.node_languages().available
         assert gone.connections >= 2  # tried again (and failed over to the live node)
     finally:
         remote.close()

@@ -1,0 +1,126 @@
+"""A ``code`` grader run here: find the program in a response, compile it once and run it
+against its tests in the sandbox (each test in a fresh sandbox, or in one batch sandbox).
+
+An item's deadline covers its sandbox runs: compile limit + tests x (run limit + overhead)
+(:func:`code_deadline_s`); tests that would start after it are reported ``skipped``.
+Expected values never enter the sandbox: stdin/stdout tests compare outside, function-call tests
+send only the name and arguments (see ``referee.sandbox.harness``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from referee.sandbox import (
+    AssertTest,
+    CompareMode,
+    Comparison,
+    FunctionCallTest,
+    LanguageUnavailable,
+    Limits,
+    SandboxBackend,
+    StdioTest,
+    TestCase,
+    TestResult,
+    extract_code,
+    run_tests,
+)
+from referee.services.execution.wire import run_result_dict
+
+__all__ = ["RUN_OVERHEAD_S", "code_deadline_s", "grade_code", "no_score"]
+
+RUN_OVERHEAD_S = 1.0  # sandbox set-up and tear-down per run, generously
+_EXCERPT = 500
+
+
+def code_deadline_s(grader: dict[str, Any], limits: Limits, compile_limits: Limits) -> float:
+    """How long one code grader may take: its compile step and every test, with overhead."""
+    per_test = limits.wall_time_s + RUN_OVERHEAD_S
+    return compile_limits.wall_time_s + RUN_OVERHEAD_S + per_test * len(grader["tests"])
+
+
+def _tests(grader: dict[str, Any]) -> list[TestCase]:
+    mode = CompareMode(grader.get("comparison", "trailing_whitespace"))
+    abs_tol, rel_tol = grader.get("abs_tol", 1e-6), grader.get("rel_tol", 1e-6)
+    tests: list[TestCase] = []
+    for spec in grader["tests"]:
+        a = spec.get("abs_tol") if spec.get("abs_tol") is not None else abs_tol
+        r = spec.get("rel_tol") if spec.get("rel_tol") is not None else rel_tol
+        if "fn_name" in spec:
+            cmp = Comparison(mode=CompareMode.FLOAT, abs_tol=a, rel_tol=r)
+            tests.append(FunctionCallTest(spec["fn_name"], spec["args"], spec["expected"], cmp))
+        elif "test_code" in spec:
+            tests.append(AssertTest(spec["test_code"], spec.get("entry_point")))
+        else:
+            test_mode = CompareMode(spec["comparison"]) if spec.get("comparison") else mode
+            cmp = Comparison(mode=test_mode, abs_tol=a, rel_tol=r)
+            tests.append(StdioTest(spec.get("stdin", ""), spec["stdout"], cmp))
+    return tests
+
+
+def _test_detail(test: TestResult) -> dict[str, Any]:
+    out: dict[str, Any] = {"index": test.index, "outcome": test.outcome.value}
+    if test.run is not None:
+        out["time_s"] = round(test.run.wall_time_s, 4)
+    if test.passed:
+        return out
+    if test.message:
+        out["message"] = test.message
+    if test.actual is not None:
+        out["stdout"] = test.actual[:_EXCERPT]
+    if test.run is not None and test.run.stderr:
+        out["stderr"] = test.run.stderr[-_EXCERPT:]
+    return out
+
+
+def no_score(outcome: str, reason: str, **extra: Any) -> tuple[float, dict[str, Any]]:
+    return 0.0, {"outcome": outcome, "reason": reason, **extra}
+
+
+def grade_code(
+    grader: dict[str, Any],
+    response: str,
+    backend: SandboxBackend,
+    limits: Limits,
+    compile_limits: Limits,
+) -> tuple[float, dict[str, Any]]:
+    """Score one response with one ``code`` grader here (blocking; runs in a sandbox thread):
+    compile once, run every test, each in a fresh sandbox."""
+    language = grader["language"]
+    program = extract_code(response, language, grader.get("extract", "last"))
+    if program is None:
+        where = "in the response" if grader.get("extract") == "none" else "no fenced code block"
+        return no_score("no_code", f"no program found ({where})", language=language)
+    try:
+        result = run_tests(
+            program,
+            language,
+            _tests(grader),
+            limits,
+            backend=backend,
+            stop_on_first_failure=grader.get("stop_at_first_failure", False),
+            compile_limits=compile_limits,
+            deadline_s=code_deadline_s(grader, limits, compile_limits),
+        )
+    except LanguageUnavailable as exc:
+        return no_score("language_unavailable", str(exc), language=language)
+    except ValueError as exc:  # function-call or assert tests for a language other than python
+        return no_score("invalid", str(exc), language=language)
+    mode = grader.get("reward", "fraction")
+    score = result.reward("all_pass" if mode == "all_or_nothing" else "fraction")
+    details: dict[str, Any] = {
+        "outcome": result.outcome.value,
+        "language": result.language,
+        "passed": result.passed,
+        "total": result.total,
+        "pass_rate": result.pass_fraction,
+        "reward": mode,
+        "limits": {"time_s": limits.wall_time_s, "memory_mb": limits.memory_mb},
+        "tests": [_test_detail(t) for t in result.tests],
+    }
+    if result.compile is not None:
+        compiled = run_result_dict(result.compile)
+        compiled["stdout"] = compiled["stdout"][-_EXCERPT:]
+        compiled["stderr"] = compiled["stderr"][-2000:]
+        details["compile"] = compiled
+    return score, details
