@@ -43,6 +43,7 @@ from referee.client.text_grader_models import (
     SAMPLE_TEMPLATE,
     Instruction,
     InstructionFollowingGrader,
+    JsonSchemaGrader,
     TextSimilarityGrader,
     check_openai_input,
     check_reference_text,
@@ -64,6 +65,7 @@ __all__ = [
     "GroupStats",
     "Instruction",
     "InstructionFollowingGrader",
+    "JsonSchemaGrader",
     "JudgeRequest",
     "JudgeResponse",
     "JudgeResult",
@@ -453,7 +455,8 @@ Grader = Annotated[
     | PythonGrader
     | ScoreModelGrader
     | LabelModelGrader
-    | MultiGrader,
+    | MultiGrader
+    | JsonSchemaGrader,
     Field(discriminator="type"),
 ]
 WeightedPart.model_rebuild()

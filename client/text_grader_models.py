@@ -5,6 +5,7 @@ OpenAI grader object be sent as it is. Imports only pydantic.
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any, Literal
 
@@ -16,6 +17,7 @@ __all__ = [
     "SAMPLE_TEMPLATE",
     "Instruction",
     "InstructionFollowingGrader",
+    "JsonSchemaGrader",
     "TextSimilarityGrader",
     "check_openai_input",
     "check_reference_text",
@@ -169,3 +171,34 @@ class TextSimilarityGrader(_Model):
         if self.binary and self.pass_threshold is None:
             raise ValueError("binary needs a pass_threshold")
         return self
+
+
+_SCHEMA_BYTES = 200_000
+
+
+class JsonSchemaGrader(_Model):
+    """Structured output: 1 when the response holds a JSON value that validates against
+    `schema` (a JSON Schema; the draft its `$schema` names, 2020-12 by default), else 0, with the
+    first validation errors in the details."""
+
+    type: Literal["json_schema"] = "json_schema"
+    json_schema: dict[str, Any] | bool = Field(
+        ...,
+        alias="schema",
+        description="The JSON Schema the response's value must validate against.",
+        examples=[{"type": "object", "required": ["name"], "properties": {"name": {}}}],
+    )
+    extract: Literal["auto", "none"] = Field(
+        "auto",
+        description="auto: the last fenced block that parses, else the whole response, else the "
+        "first JSON object or array in the text; none: the whole response only.",
+    )
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, serialize_by_alias=True)
+
+    @field_validator("json_schema")
+    @classmethod
+    def _small_enough(cls, value: dict[str, Any] | bool) -> dict[str, Any] | bool:
+        if len(json.dumps(value)) > _SCHEMA_BYTES:
+            raise ValueError(f"the schema is over {_SCHEMA_BYTES} bytes of JSON")
+        return value

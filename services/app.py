@@ -2,7 +2,7 @@
 
 Run it with ``referee serve`` or ``uvicorn --factory referee.services.app:create_app``.
 Everything runs in one process: math checks and the other verifiers in its check pool, code in
-the sandbox executor's slots (``sandbox_executor``). No Redis, no GPU, nothing to configure.
+the sandbox executor's slots (``execution/slots.py``). No Redis, no GPU, nothing to configure.
 """
 
 from __future__ import annotations

@@ -167,6 +167,13 @@ def _tool_call(grader: dict[str, Any], response: str) -> Verdict:
     return calls.score, _details(calls.to_dict())
 
 
+def _json_schema(grader: dict[str, Any], response: str) -> Verdict:
+    from referee.verifiers.json_schema import check_json_schema
+
+    check = check_json_schema(response, grader["schema"], grader.get("extract", "auto"))
+    return check.score, check.to_dict()
+
+
 def _procedural(grader: dict[str, Any], response: str) -> Verdict:
     """reasoning-gym's own scorer, here in a pool worker."""
     from referee.verifiers.procedural import score as score_procedural
@@ -254,6 +261,7 @@ KINDS: dict[str, PoolKind] = {
     "sql": PoolKind(_sql, seconds=_sql_seconds),
     "tool_call": PoolKind(_tool_call),
     "procedural": PoolKind(_procedural, imports=True),
+    "json_schema": PoolKind(_json_schema),
     "weighted": PoolKind(_weighted),
 }
 """Every kind the check pool scores."""

@@ -5,10 +5,10 @@ referee verify '\\boxed{0.5}' '\\frac12'      # one check, prints the verdict
 referee rewards batch.jsonl --out scored.jsonl [--server http://127.0.0.1:8000]
 referee run sol.cpp --lang cpp --stdin '1 2'  # one program in the sandbox (or --server URL)
 referee worker                                # a Celery worker for jobs (REFEREE_BROKER_URL)
-referee jobs submit items.jsonl --wait        # a job, with a progress bar (see cli_jobs)
-referee judge --grader '{"type": "genrm"}' --prompt P --response R  # a model judge (cli_judge)
+referee jobs submit items.jsonl --wait        # a job, with a progress bar (see cli/jobs.py)
+referee judge --grader '{"type": "genrm"}' --prompt P --response R  # a model judge (cli/judge.py)
 referee train grpo --model M --dataset d.jsonl --grader '{"type": "math"}'  (see train_cli)
-referee dataset --task basic_arithmetic --n 1000 --seed 1 --out train.jsonl  (see cli_dataset)
+referee dataset --task basic_arithmetic --n 1000 --seed 1 --out train.jsonl  (see cli/dataset.py)
 
 `referee run` prints the program's stdout to stdout, its stderr and then a status line to
 stderr, and exits with 0 (ok), 1 (runtime_error), 3 (compile_error), 4 (time_limit),

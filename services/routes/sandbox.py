@@ -1,7 +1,7 @@
 """``POST /v1/sandbox/run`` (one program, stdin, limits -> result), ``POST /v1/sandbox/grade``
 (one response, one ``code`` grader -> score and details) and ``GET /v1/sandbox/languages``.
 
-With the ``remote`` backend each of them is forwarded to a sandbox node (``remote_sandbox``),
+With the ``remote`` backend each of them is forwarded to a sandbox node (``execution/remote.py``),
 which validates the language and applies its own limits too.
 """
 

@@ -4,7 +4,7 @@ Every item runs in a pool worker under its own deadline (``math_timeout_s`` per 
 contains, at least ``procedural_timeout_s`` with a procedural leaf). A timeout or a worker
 failure is reported on that item (score 0, ``details.outcome`` ``timeout`` or ``error``,
 ``details.error``), never by failing the batch. Items with ``code`` graders first run their
-programs on the sandbox executor (``code_grading``), at the same time as the other items run on
+programs on the sandbox executor (``scoring/code.py``), at the same time as the other items run on
 the pool (:func:`with_code`); the per-group statistics a trainer reads (:func:`group_stats`).
 """
 

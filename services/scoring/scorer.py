@@ -7,8 +7,8 @@
 
 Every entry point scores through it, so an option or a deadline is wired in one place: the
 routes (``/v1/rewards`` and the OpenRLHF and slime routes, ``routes/rewards.py``), the job runner
-(embedded jobs and the Celery worker, ``job_runner.py``), the CLI (``referee rewards``) and the
-inner batch of ``length_penalty`` (``group_grading``). A request's batch (:meth:`Scorer.score`)
+(embedded jobs and the Celery worker, ``jobs/runner.py``), the CLI (``referee rewards``) and the
+inner batch of ``length_penalty`` (``scoring/group.py``). A request's batch (:meth:`Scorer.score`)
 has the synchronous PRM rollout budget; a job's chunk (:meth:`Scorer.score_job_chunk`) has none,
 reports its rollouts and lets a PRM backend's failure raise, so the job can be retried.
 

@@ -13,7 +13,7 @@ from referee.client.models import Grader
 from referee.verifiers.registry import ELSEWHERE, KINDS, item_deadline, score_item
 from referee.verifiers.tree import has_type, iter_leaves, leaves, map_leaves, replace
 
-# lowered or expanded before any stage sees them (services/openai_graders, named_graders)
+# lowered or expanded before any stage sees them (services/scoring/openai.py, scoring/named.py)
 BEFORE_STAGES = {"named", "multi", "score_model", "label_model"}
 
 
