@@ -45,7 +45,7 @@ def suite_loader() -> ModuleType:
 
 def referee_case(gold: str, pred: str, options_json: str) -> float:
     from referee.client.models import MathGrader
-    from referee.services.grading import score_item
+    from referee.verifiers.registry import score_item
 
     options = json.loads(options_json)
     extra = {"abs_tol": 10.0 ** -options["precision"]} if "precision" in options else {}

@@ -49,9 +49,9 @@ def _serve(args: argparse.Namespace) -> int:
 
 
 def _verify(args: argparse.Namespace) -> int:
-    from referee.services.grading import math_config
     from referee.verifiers import CheckPool, TimedOut, WorkerFailed
     from referee.verifiers.math import verify
+    from referee.verifiers.registry import math_config
 
     config = math_config({"extract": args.extract})
     with CheckPool(workers=1, timeout_s=args.timeout) as pool:

@@ -4,7 +4,7 @@
 every test, each in a fresh sandbox). :func:`resolve_code_leaves` runs every ``code`` grader of
 an item (top level or inside ``weighted``) on the executor and puts a ``precomputed`` node with
 its score and details in its place, so that the rest of the grader (math leaves, say) is scored
-by :func:`referee.services.grading.score_item` on the check pool as before.
+by :func:`referee.verifiers.registry.score_item` on the check pool as before.
 
 An item's deadline covers its sandbox runs: compile limit + tests x (run limit + overhead)
 (:func:`code_deadline_s`); tests that would start after it are reported ``skipped``.
@@ -14,7 +14,6 @@ send only the name and arguments (see ``referee.sandbox.harness``).
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
 from referee.client.models import RunLimits
@@ -36,6 +35,7 @@ from referee.sandbox import (
 from referee.sandbox.process_io import cut_for_json
 from referee.services.remote_sandbox import RemoteSandbox
 from referee.services.sandbox_executor import SandboxExecutor
+from referee.verifiers.tree import amap_leaves, iter_leaves
 
 __all__ = [
     "code_deadline_s",
@@ -54,11 +54,13 @@ SANDBOX_TYPES = frozenset({"code", "python"})
 
 
 def has_code(grader: dict[str, Any]) -> bool:
-    if grader["type"] == "weighted":
-        return any(has_code(p["grader"]) for p in grader["graders"])
-    if grader["type"] == "multi":  # OpenAI's, before it is lowered to weighted
-        return any(has_code(g) for g in grader["graders"].values())
-    return grader["type"] in SANDBOX_TYPES
+    return any(_runs_code(leaf) for leaf in iter_leaves(grader))
+
+
+def _runs_code(leaf: dict[str, Any]) -> bool:
+    if leaf["type"] == "multi":  # OpenAI's, before it is lowered to weighted
+        return any(has_code(g) for g in leaf["graders"].values())
+    return leaf["type"] in SANDBOX_TYPES
 
 
 def code_deadline_s(grader: dict[str, Any], limits: Limits, compile_limits: Limits) -> float:
@@ -190,6 +192,12 @@ async def resolve_code_leaves(
 ) -> dict[str, Any]:
     """``grader`` with each ``code`` node replaced by ``{"type": "precomputed", "of": "code",
     "score", "details"}``, run on the sandbox executor (waiting for free slots)."""
+    return await amap_leaves(grader, lambda leaf: _resolve_leaf(leaf, response, executor))
+
+
+async def _resolve_leaf(
+    grader: dict[str, Any], response: str, executor: SandboxExecutor
+) -> dict[str, Any]:
     if grader["type"] == "code":
         backend = executor.require_backend()
         limits = executor.limits(_asked(grader))
@@ -213,14 +221,6 @@ async def resolve_code_leaves(
             grade_python, grader, response, backend, limits, executor.compile_limits()
         )
         return {"type": "precomputed", "of": "python", "score": verdict[0], "details": verdict[1]}
-    if grader["type"] == "weighted":
-        parts = await asyncio.gather(
-            *(resolve_code_leaves(p["grader"], response, executor) for p in grader["graders"])
-        )
-        return {
-            **grader,
-            "graders": [{**p, "grader": g} for p, g in zip(grader["graders"], parts, strict=True)],
-        }
     return grader
 
 

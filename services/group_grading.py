@@ -25,11 +25,11 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 from referee.client.models import RewardItem, RewardResult, RewardsResponse
-from referee.services.grader_tree import Path, has_type, leaves, replace
-from referee.services.grading import math_config
 from referee.verifiers import CheckPool, TimedOut, WorkerFailed
 from referee.verifiers.consensus import majority_vote
 from referee.verifiers.length_penalty import apply_length_penalty, length_of, pass_rate
+from referee.verifiers.registry import math_config
+from referee.verifiers.tree import Path, has_type, leaves, replace
 
 __all__ = [
     "GROUP_TYPES",

@@ -26,8 +26,8 @@ from referee.genrm.judges import (
     judge_pointwise,
     judge_rubric,
 )
-from referee.services.grader_tree import Path, has_type, leaves, replace
 from referee.services.group_grading import too_small
+from referee.verifiers.tree import Path, has_type, leaves, replace
 
 __all__ = ["JUDGE_TYPES", "has_judge", "prompt_text", "require_judge", "resolve_judge_leaves"]
 

@@ -31,23 +31,18 @@ from referee.client.errors import InvalidRequest
 from referee.client.grader_specs import fill_grader, plain
 from referee.client.models import Grader, NamedGrader, RewardItem
 from referee.services.settings import Settings
+from referee.verifiers.tree import iter_leaves, map_leaves
 
 __all__ = ["GraderRegistry"]
 
 _GRADER: TypeAdapter[Any] = TypeAdapter(Grader)
-# graders that hold other graders, and where
-_NESTED = {"weighted": "graders", "length_penalty": "grader"}
 
 
 def _has_named(grader: Mapping[str, Any]) -> bool:
-    kind = grader.get("type")
-    if kind == "named":
-        return True
-    if kind == "weighted":
-        return any(_has_named(part["grader"]) for part in grader.get("graders", []))
-    if kind == "length_penalty":
-        return _has_named(grader["grader"])
-    return False
+    try:
+        return any(leaf["type"] == "named" for leaf in iter_leaves(dict(grader), inner=True))
+    except (KeyError, TypeError):  # not a grader's shape: validating it says what is wrong
+        return False
 
 
 _PLACEHOLDER_TESTS = [{"stdin": "", "stdout": ""}]
@@ -119,24 +114,19 @@ class GraderRegistry:
     def expand(self, grader: Mapping[str, Any], where: str = "grader") -> dict[str, Any]:
         """``grader`` with every named leaf replaced by its template, filled with the leaf's
         reference and tests."""
-        kind = grader.get("type")
-        if kind == "named":
-            name = grader["name"]
+
+        def named(leaf: dict[str, Any], at: str) -> dict[str, Any]:
+            if leaf["type"] != "named":
+                return leaf
+            name = leaf["name"]
             if name not in self._specs:
                 known = ", ".join(sorted(self._specs)) or "none (set REFEREE_GRADERS)"
                 raise InvalidRequest(
-                    f"{where}: no grader named {name!r} on this server; registered: {known}"
+                    f"{at}: no grader named {name!r} on this server; registered: {known}"
                 )
-            return fill_grader(self._specs[name], grader.get("reference"), grader.get("tests"))
-        out = dict(grader)
-        if kind == "weighted":
-            out["graders"] = [
-                {**part, "grader": self.expand(part["grader"], f"{where}.graders.{k}.grader")}
-                for k, part in enumerate(grader["graders"])
-            ]
-        elif kind == "length_penalty":
-            out["grader"] = self.expand(grader["grader"], f"{where}.grader")
-        return out
+            return fill_grader(self._specs[name], leaf.get("reference"), leaf.get("tests"))
+
+        return map_leaves(dict(grader), named, inner=True, where=where)
 
     def expand_items(self, items: Sequence[RewardItem], where: str = "items") -> list[RewardItem]:
         """The items with their named graders expanded (the same objects where there are none).
@@ -144,7 +134,7 @@ class GraderRegistry:
         :class:`InvalidRequest` (422) naming the item."""
         out = list(items)
         for n, item in enumerate(items):
-            if item.grader.type not in ("named", *_NESTED):
+            if item.grader.type not in ("named", "weighted", "length_penalty"):
                 continue
             raw = item.grader.model_dump(exclude_none=True)
             if not _has_named(raw):

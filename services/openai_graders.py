@@ -23,6 +23,8 @@ import json
 import re
 from typing import Any
 
+from referee.verifiers.tree import has_type, map_leaves
+
 __all__ = ["has_openai", "lower", "render_template"]
 
 _OPENAI = frozenset({"multi", "score_model", "label_model"})
@@ -31,11 +33,7 @@ _CRITERION_CHARS = 2_000
 
 
 def has_openai(grader: dict[str, Any]) -> bool:
-    if grader["type"] in _OPENAI:
-        return True
-    if grader["type"] == "weighted":
-        return any(has_openai(p["grader"]) for p in grader["graders"])
-    return False
+    return has_type(grader, _OPENAI)
 
 
 def _lookup(root: Any, path: str) -> Any:
@@ -98,6 +96,10 @@ def _openai_fields(grader: dict[str, Any]) -> dict[str, Any]:
 
 def lower(grader: dict[str, Any]) -> dict[str, Any]:
     """``grader`` with every OpenAI object in it replaced by referee's equivalent."""
+    return map_leaves(grader, lambda leaf, _: _lower_leaf(leaf))
+
+
+def _lower_leaf(grader: dict[str, Any]) -> dict[str, Any]:
     kind = grader["type"]
     if kind == "multi":
         return {
@@ -155,7 +157,4 @@ def lower(grader: dict[str, Any]) -> dict[str, Any]:
                 }
             ],
         }
-    if kind == "weighted":
-        parts = [{**p, "grader": lower(p["grader"])} for p in grader["graders"]]
-        return {**grader, "graders": parts}
     return grader

@@ -32,9 +32,9 @@ from referee.genrm.prm import (
     check_answer,
 )
 from referee.genrm.steps import split_steps
-from referee.services.grader_tree import Path, has_type, leaves, replace
 from referee.services.judge_grading import prompt_text
 from referee.verifiers import CheckPool
+from referee.verifiers.tree import Path, has_type, leaves, replace
 
 __all__ = [
     "PRM_TYPE",

@@ -25,10 +25,10 @@ from typing import Any
 from referee.client.models import RunLimits
 from referee.sandbox import Limits, RunStatus, SandboxBackend, prepare
 from referee.sandbox.models import RunResult
-from referee.services.grader_tree import Path, leaves, replace
 from referee.services.remote_sandbox import RemoteSandbox
 from referee.services.sandbox_executor import SandboxExecutor
 from referee.verifiers.tool_calls import parse_tool_calls
+from referee.verifiers.tree import Path, leaves, replace
 
 log = logging.getLogger("referee.python_grader")
 

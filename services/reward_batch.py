@@ -19,9 +19,9 @@ from typing import Any
 
 from referee.client.models import GroupStats, RewardItem, RewardResult
 from referee.services.code_grading import resolve_code_leaves
-from referee.services.grading import item_deadline, score_item
 from referee.services.sandbox_executor import SandboxExecutor
 from referee.verifiers import CheckPool, TimedOut, WorkerFailed
+from referee.verifiers.registry import item_deadline, score_item
 
 log = logging.getLogger("referee.rewards")
 

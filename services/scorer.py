@@ -38,7 +38,6 @@ from referee.services.curriculum import (
     procedural_outcomes,
     record_batch,
 )
-from referee.services.grader_tree import has_type
 from referee.services.group_grading import has_group_grader, resolve_group_leaves
 from referee.services.judge_grading import has_judge, require_judge, resolve_judge_leaves
 from referee.services.metrics import Metrics
@@ -58,6 +57,7 @@ from referee.services.sandbox_executor import SandboxExecutor
 from referee.services.settings import Settings
 from referee.verifiers import CheckPool
 from referee.verifiers.math import verify
+from referee.verifiers.tree import has_type
 
 __all__ = ["Scorer"]
 

@@ -71,7 +71,7 @@ async def graders(request: Request) -> GradersResponse:
     summary="Check one response against a reference answer",
 )
 async def math_verify(body: MathVerifyRequest, request: Request) -> MathVerifyResponse:
-    from referee.services.grading import math_config
+    from referee.verifiers.registry import math_config
 
     start = time.perf_counter()
     settings = request.app.state.settings

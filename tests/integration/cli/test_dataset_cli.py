@@ -10,7 +10,7 @@ from referee_cli import referee as _referee
 
 from referee.client.models import RewardItem
 from referee.services.cli import main
-from referee.services.grading import score_item
+from referee.verifiers.registry import score_item
 
 
 def test_dataset_rows_reproducible_and_scorable(tmp_path: Path) -> None:

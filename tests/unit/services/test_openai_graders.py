@@ -9,9 +9,9 @@ import pytest
 from pydantic import ValidationError
 
 from referee.client.models import RewardItem
-from referee.services.grading import score_item
 from referee.services.openai_graders import lower, render_template
 from referee.verifiers.formula import evaluate
+from referee.verifiers.registry import score_item
 
 
 def item(grader: dict[str, Any], response: str = "Paris") -> RewardItem:

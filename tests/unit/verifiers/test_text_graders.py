@@ -13,8 +13,8 @@ from sacrebleu import sentence_bleu
 
 from referee.client.grader_specs import fill_grader
 from referee.client.models import RewardItem
-from referee.services.grading import score_item
 from referee.verifiers.instructions import check_instructions, loose_variants
+from referee.verifiers.registry import score_item
 from referee.verifiers.text_similarity import METRICS, similarity
 
 PAIRS = [

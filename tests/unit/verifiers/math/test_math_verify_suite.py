@@ -27,8 +27,8 @@ import pytest
 from math_verify_suite import SuiteCase, load_suite
 
 from referee.client.models import MathGrader
-from referee.services.grading import score_item
 from referee.verifiers import CheckPool, TimedOut, WorkerFailed
+from referee.verifiers.registry import score_item
 
 DISAGREEMENTS = Path(__file__).resolve().parents[3] / "data" / "math_verify_disagreements.jsonl"
 POLICY = {

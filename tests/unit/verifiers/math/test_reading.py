@@ -8,12 +8,12 @@ import pytest
 import sympy
 
 from referee.client.models import MathGrader
-from referee.services.grading import math_config, score_item
 from referee.verifiers.math import MathConfig, Outcome, Rejected, extract_answer, parse, verify
 from referee.verifiers.math.guards import expansion_terms, polynomial_degree
 from referee.verifiers.math.prose import prose_words
 from referee.verifiers.math.reference import read_reference
 from referee.verifiers.math.segments import math_segments, strip_special_tokens
+from referee.verifiers.registry import math_config, score_item
 
 
 @pytest.mark.parametrize(
