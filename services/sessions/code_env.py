@@ -27,7 +27,7 @@ from referee.services.sessions.episode import (
     score_one,
 )
 
-__all__ = ["RUN_TESTS_TOOL", "CodeEpisode", "tests_text"]
+__all__ = ["RUN_TESTS_TOOL", "CodeEpisode", "visible_report"]
 
 RUN_TESTS_TOOL = ToolSpec(
     "run_tests",
@@ -53,7 +53,7 @@ def _shown(spec: dict[str, Any]) -> str:
     return "stdin " + repr(str(spec.get("stdin", ""))[:_EXCERPT])
 
 
-def tests_text(tests: list[dict[str, Any]], result: RewardResult) -> str:
+def visible_report(tests: list[dict[str, Any]], result: RewardResult) -> str:
     """The model's view of a run on the visible tests (all of them visible: their inputs and
     expected outputs may be shown)."""
     details = result.details
@@ -135,7 +135,7 @@ class CodeEpisode(Episode):
             "outcome": result.details.get("outcome"),
             "valid": result.valid,
         }
-        return ToolResult(tests_text(self.visible_specs, result), info=info)
+        return ToolResult(visible_report(self.visible_specs, result), info=info)
 
     async def answer(self, text: str, turn: int, last_turn: bool) -> Answer:
         self.last_answer = text
