@@ -21,6 +21,7 @@ from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any
 
 from fastapi import APIRouter, Depends, FastAPI, Request
+from starlette.convertors import Convertor, register_url_convertor
 
 from referee.client.models import Problem
 from referee.client.session_models import (
@@ -52,6 +53,22 @@ _PROBLEMS: dict[int | str, dict[str, Any]] = {
 router = APIRouter(prefix="/v1/sessions", tags=["sessions"], responses=_PROBLEMS)
 
 
+class SessionIdConvertor(Convertor[str]):
+    """A session id (``s-`` and hex), so ``/v1/sessions/environments`` is never read as one:
+    the routes of ``/{session_id}`` do not match it, and its ``Allow`` is GET alone."""
+
+    regex = "s-[0-9a-f]{1,64}"
+
+    def convert(self, value: str) -> str:
+        return value
+
+    def to_string(self, value: str) -> str:
+        return value
+
+
+register_url_convertor("session_id", SessionIdConvertor())
+
+
 def _manager(request: Request) -> SessionManager:
     manager: SessionManager = request.app.state.sessions
     return manager
@@ -76,7 +93,9 @@ async def create(body: CreateSessionRequest, request: Request) -> CreateSessionR
     return await _manager(request).create(body)
 
 
-@router.post("/{session_id}/tools/{name}", response_model=ToolCallResponse, summary="Call a tool")
+@router.post(
+    "/{session_id:session_id}/tools/{name}", response_model=ToolCallResponse, summary="Call a tool"
+)
 async def tool(
     session_id: str, name: str, body: ToolCallRequest, request: Request
 ) -> ToolCallResponse:
@@ -84,24 +103,28 @@ async def tool(
     return await _manager(request).tool(session_id, name, body.arguments, body.request_id)
 
 
-@router.post("/{session_id}/step", response_model=StepResponse, summary="Take a model turn")
+@router.post(
+    "/{session_id:session_id}/step", response_model=StepResponse, summary="Take a model turn"
+)
 async def step(session_id: str, body: StepRequest, request: Request) -> StepResponse:
     """Tool calls are run (their outputs returned); a turn without any is an answer, scored."""
     return await _manager(request).step(session_id, body)
 
 
-@router.post("/{session_id}/verify", response_model=SessionReward, summary="The session's reward")
+@router.post(
+    "/{session_id:session_id}/verify", response_model=SessionReward, summary="The session's reward"
+)
 async def verify(session_id: str, body: VerifyRequest, request: Request) -> SessionReward:
     """The final answer's reward, as a /v1/rewards result, with every turn's reward."""
     return await _manager(request).verify(session_id, body)
 
 
-@router.get("/{session_id}", response_model=SessionState, summary="A session's state")
+@router.get("/{session_id:session_id}", response_model=SessionState, summary="A session's state")
 async def state(session_id: str, request: Request) -> SessionState:
     return _manager(request).state(session_id)
 
 
-@router.delete("/{session_id}", response_model=SessionState, summary="Close a session")
+@router.delete("/{session_id:session_id}", response_model=SessionState, summary="Close a session")
 async def close(session_id: str, request: Request) -> SessionState:
     """Close it now: its sandbox and processes go."""
     return await _manager(request).close(session_id)

@@ -36,7 +36,7 @@ import secrets
 import time
 from collections import OrderedDict
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel
 
@@ -73,7 +73,7 @@ class Session:
     deadline: float  # time.monotonic()
     info: dict[str, Any]
     last_used: float = field(default_factory=time.monotonic)
-    state: str = "active"  # active -> done -> closed
+    state: Literal["active", "done", "closed"] = "active"
     turns: list[TurnReward] = field(default_factory=list)
     tool_calls: int = 0
     busy: int = 0

@@ -21,19 +21,29 @@ MATH = {"prompt": "What is 2**100 mod 7?", "reference": "2"}
 
 
 @pytest.fixture(scope="module")
-def srv(tmp_path_factory: pytest.TempPathFactory, referee_server_factory: Any) -> Server:
+def srv(tmp_path_factory: pytest.TempPathFactory, referee_server_factory: Any) -> Iterator[Server]:
     env = {"REFEREE_SESSIONS_MAX_LIVE": "3", "REFEREE_SANDBOX_SLOTS": "2"}
     server: Server = referee_server_factory(tmp_path_factory.mktemp("sessions"), env, "sessions")
-    return server
+    yield server
+    left = _server_bwraps(server)
+    server.stop()  # closes the sessions left open: no traceback on the way out
+    assert "Traceback" not in server.log_tail(10**7), server.log_tail()
+    assert not [pid for pid in left if _alive(pid)]
+
+
+def _alive(pid: int) -> bool:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat[stat.rindex(")") + 2] != "Z"
 
 
 @pytest.fixture()
 def url(srv: Server) -> Iterator[str]:
     base = str(srv.url)
     yield base
-    # every test closes what it opened, so the next one starts with no live session
-    listing = httpx.get(f"{base}/healthz", timeout=10)
-    assert listing.status_code == 200, srv.log_tail()
+    assert httpx.get(f"{base}/healthz", timeout=10).status_code == 200, srv.log_tail()
 
 
 def _open(url: str, env: str, task: dict[str, Any], **more: Any) -> dict[str, Any]:
@@ -218,7 +228,7 @@ def test_a_bad_task_row_is_422_and_an_unknown_env_404(url: str) -> None:
     assert r.status_code == 422 and "reference" in r.json()["detail"]
     r = httpx.post(f"{url}/v1/sessions", json={"env": "chess", "task": {}}, timeout=30)
     assert r.status_code == 404
-    r = httpx.post(f"{url}/v1/sessions/s-nope/step", json={"response": "1"}, timeout=30)
+    r = httpx.post(f"{url}/v1/sessions/s-0bad/step", json={"response": "1"}, timeout=30)
     assert r.status_code == 404
 
 
@@ -299,6 +309,8 @@ def test_code_env_runs_visible_tests_and_never_shows_hidden_ones(url: str) -> No
     assert step["terminated"] is True
     assert abs(step["reward"] - 1 / 3) < 1e-9  # graded on every test
     assert "1002345" not in str(step)
+    left_open = _open(url, "python", MATH)["session_id"]  # closed by the server's shutdown
+    assert _tool(url, left_open, "1")["output"] == "1\n"
     right = "```python\na, b = map(int, input().split())\nprint(a + b)\n```"
     verified = httpx.post(
         f"{url}/v1/sessions/{sid}/verify", json={"response": right}, timeout=120
