@@ -77,6 +77,7 @@ class PythonEpisode(Episode):
         self.grader = {"type": "math", "reference": str(reference)}
         self.last_answer: str | None = None
         self.interpreter: PersistentInterpreter | None = None
+        self.fault: str | None = None  # a failure of the sandbox that cut the rollout
 
     async def open(self) -> str | list[dict[str, Any]]:
         executor = self.ctx.scorer.sandbox
@@ -100,7 +101,15 @@ class PythonEpisode(Episode):
 
     async def run_tool(self, spec: ToolSpec, args: dict[str, str]) -> ToolResult:
         assert self.interpreter is not None
-        result: CellResult = await self._blocking(self.interpreter.run, args["code"])
+        try:
+            result: CellResult = await self._blocking(self.interpreter.run, args["code"])
+        except SandboxError as exc:  # a fresh interpreter could not start: referee's fault
+            self.fault = f"the interpreter could not be restarted: {exc}"
+            return ToolResult(
+                "[sandbox_error: the interpreter is unavailable]\n",
+                done=True,
+                info={"status": "sandbox_error", "error": "sandbox_error"},
+            )
         done = result.status is CellStatus.CLOSED or (
             result.status is CellStatus.CPU_LIMIT and "spent" in result.message
         )
@@ -120,6 +129,10 @@ class PythonEpisode(Episode):
         return Answer(reward=result.score or 0.0, terminated=True, result=result)
 
     async def verify(self, text: str | None) -> RewardResult:
+        if self.fault is not None:  # the rollout was cut by referee, not the model: mask it
+            return RewardResult(
+                id="final", score=0.0, details={"outcome": "sandbox_error", "reason": self.fault}
+            )
         answer = text if text is not None else self.last_answer
         if answer is None:
             return RewardResult(
