@@ -111,3 +111,16 @@ def test_an_ended_episode_no_longer_counts_as_live() -> None:
         assert reward.score == 0.0 and [t.index for t in reward.turns] == [0]
 
     with_manager(check)
+
+
+def test_a_request_sent_twice_at_once_runs_once() -> None:
+    async def check(manager: SessionManager) -> None:
+        opened = await manager.create(open_request(max_turns=3))
+        step = StepRequest(response="<answer>no</answer>", request_id="same")
+        first, second = await asyncio.gather(
+            manager.step(opened.session_id, step), manager.step(opened.session_id, step)
+        )
+        assert first == second
+        assert manager.state(opened.session_id).turns == 1
+
+    with_manager(check)
