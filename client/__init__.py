@@ -46,12 +46,21 @@ from referee.client.models import (
     WeightedPart,
 )
 from referee.client.sdk import AsyncRefereeClient, RefereeClient
+from referee.client.session_models import (
+    CreateSessionResponse,
+    SessionReward,
+    SessionState,
+    StepMessage,
+    StepResponse,
+    ToolCallResponse,
+)
 
 __all__ = [
     "APIError",
     "AsyncRefereeClient",
     "CodeGrader",
     "Conflict",
+    "CreateSessionResponse",
     "FormatGrader",
     "GatewayTimeout",
     "GradersResponse",
@@ -84,9 +93,14 @@ __all__ = [
     "SandboxLanguages",
     "SandboxRunResponse",
     "ServiceUnavailable",
+    "SessionReward",
+    "SessionState",
+    "StepMessage",
+    "StepResponse",
     "StringCheckGrader",
     "TextSimilarityGrader",
     "TooManyRequests",
+    "ToolCallResponse",
     "TransportError",
     "Unauthorized",
     "WeightedGrader",

@@ -29,6 +29,7 @@ from referee.services.routes import (
     rewards,
     sandbox,
     sandbox_fusion,
+    sessions,
     slime,
 )
 from referee.services.scoring.named import GraderRegistry
@@ -79,6 +80,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(jobs.router, dependencies=[Depends(require_api_key)])
     app.include_router(sandbox.router, dependencies=[Depends(require_api_key)])
     app.include_router(environments.router, dependencies=[Depends(require_api_key)])
+    sessions.install(app)  # /v1/sessions and the session manager's life
     # veRL's SandboxFusion client sends no key: the operator may leave /run_code open.
     compat_deps = [] if settings.compat_without_api_key else [Depends(require_api_key)]
     app.include_router(sandbox_fusion.router, dependencies=compat_deps)

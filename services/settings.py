@@ -260,6 +260,33 @@ class Settings(BaseSettings):
         "(comma-separated); empty: every task.",
     )
 
+    sessions_max_live: int = Field(
+        32,
+        ge=1,
+        le=4096,
+        description="Multi-turn sessions (/v1/sessions) this server process holds at once; one "
+        "more is answered 503 with Retry-After. Each python session holds a sandbox.",
+    )
+    sessions_idle_timeout_s: float = Field(
+        300.0,
+        gt=0,
+        le=86_400,
+        description="A session no call touched for this long is closed (its sandbox killed), "
+        "even if its caller vanished.",
+    )
+    sessions_deadline_s: float = Field(
+        1800.0,
+        gt=0,
+        le=86_400,
+        description="Lifetime of a session that asks for none (`deadline_s`); it is closed then.",
+    )
+    sessions_max_deadline_s: float = Field(
+        7200.0,
+        gt=0,
+        le=86_400,
+        description="Longest lifetime a session may ask for (a longer `deadline_s` is capped).",
+    )
+
     @field_validator("api_keys", "curriculum_tasks", mode="before")
     @classmethod
     def _split_keys(cls, value: object) -> object:

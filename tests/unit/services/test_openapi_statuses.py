@@ -132,7 +132,7 @@ def test_every_status_a_route_answers_is_documented() -> None:
         if not route.include_in_schema:
             continue
         for method in sorted(route.methods):
-            documented = {int(k) for k in paths[route.path][method.lower()]["responses"]}
+            documented = {int(k) for k in paths[route.path_format][method.lower()]["responses"]}
             documented.add(route.status_code or 200)
             lacking = required_statuses(route, open_) - documented
             if lacking:

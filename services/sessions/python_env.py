@@ -1,0 +1,147 @@
+"""The ``python`` environment: tool-integrated reasoning on a math problem.
+
+The tool ``python(code)`` runs the code in the session's own persistent sandboxed interpreter
+(``referee.sandbox.interpreter``): variables, imports and functions survive between calls, as
+in a notebook, with the sandbox's isolation (no network, uid 65534, one cgroup for the whole
+session, a wall and CPU limit per call and a CPU budget in total, capped output). A turn without
+a tool call is the final answer, scored by the ``math`` grader against the row's ``reference``.
+
+A cell that fails, times out or loses the interpreter is a result for the model to read (its
+traceback, ``[timeout: ...]``), never a fault of the session.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from referee.client.errors import InvalidRequest, ServiceUnavailable
+from referee.client.models import RewardResult
+from referee.sandbox import BwrapBackend
+from referee.sandbox.errors import SandboxError
+from referee.sandbox.interpreter import (
+    CellResult,
+    CellStatus,
+    InterpreterLimits,
+    PersistentInterpreter,
+)
+from referee.services.sessions.episode import (
+    Answer,
+    EnvContext,
+    Episode,
+    ToolResult,
+    ToolSpec,
+    score_one,
+)
+
+__all__ = ["PYTHON_TOOL", "PythonEpisode", "cell_text"]
+
+PYTHON_TOOL = ToolSpec(
+    "python",
+    "Run Python code in a persistent interpreter: variables, imports and functions survive "
+    "between calls. The value of the last expression is shown, as in a notebook; numpy, sympy "
+    "and mpmath can be imported. No network.",
+    {"code": "The Python code to run."},
+)
+LIMITS = InterpreterLimits(wall_time_s=10.0, total_cpu_time_s=120.0, memory_mb=1024)
+TASK_FIELDS = {
+    "prompt": "The math problem (text or chat messages).",
+    "reference": "The reference answer the math grader compares the final answer with.",
+}
+
+
+def cell_text(result: CellResult) -> str:
+    """What the model sees of one call: its output, the traceback, and how it ended."""
+    parts = [result.stdout, result.stderr, result.traceback]
+    text = "".join(p if p.endswith("\n") or not p else p + "\n" for p in parts if p)
+    if result.stdout_truncated or result.stderr_truncated:
+        text += "[output truncated]\n"
+    if result.message:
+        text += f"[{result.status.value}: {result.message}]\n"
+    elif result.status not in (CellStatus.OK, CellStatus.ERROR):
+        text += f"[{result.status.value}]\n"
+    return text or "(no output)\n"
+
+
+class PythonEpisode(Episode):
+    tools = (PYTHON_TOOL,)
+
+    def __init__(self, ctx: EnvContext, task: dict[str, Any]) -> None:
+        self.ctx = ctx
+        prompt, reference = task.get("prompt"), task.get("reference")
+        if not isinstance(prompt, str | list) or not prompt:
+            raise InvalidRequest("task.prompt: the python environment needs the problem's text")
+        if not isinstance(reference, str | int | float) or str(reference).strip() == "":
+            raise InvalidRequest("task.reference: the python environment needs the answer")
+        self.prompt: str | list[dict[str, Any]] = prompt
+        self.grader = {"type": "math", "reference": str(reference)}
+        self.last_answer: str | None = None
+        self.interpreter: PersistentInterpreter | None = None
+        self.fault: str | None = None  # a failure of the sandbox that cut the rollout
+
+    async def open(self) -> str | list[dict[str, Any]]:
+        executor = self.ctx.scorer.sandbox
+        backend = executor.backend if executor is not None else None
+        if not isinstance(backend, BwrapBackend):
+            reason = executor.unavailable_reason if executor is not None else None
+            raise ServiceUnavailable(
+                "the python environment needs the bubblewrap sandbox on this server"
+                + (f": {reason}" if reason else "")
+            )
+        self.interpreter = PersistentInterpreter(backend, LIMITS)
+        try:
+            await self._blocking(self.interpreter.start)
+        except SandboxError as exc:
+            self.interpreter.close()
+            raise ServiceUnavailable(f"the session's interpreter did not start: {exc}") from exc
+        return self.prompt
+
+    async def _blocking(self, fn: Any, *args: Any) -> Any:
+        return await asyncio.get_running_loop().run_in_executor(self.ctx.threads, fn, *args)
+
+    async def run_tool(self, spec: ToolSpec, args: dict[str, str]) -> ToolResult:
+        assert self.interpreter is not None
+        try:
+            result: CellResult = await self._blocking(self.interpreter.run, args["code"])
+        except SandboxError as exc:  # a fresh interpreter could not start: referee's fault
+            self.fault = f"the interpreter could not be restarted: {exc}"
+            return ToolResult(
+                "[sandbox_error: the interpreter is unavailable]\n",
+                done=True,
+                info={"status": "sandbox_error", "error": "sandbox_error"},
+            )
+        done = result.status is CellStatus.CLOSED or (
+            result.status is CellStatus.CPU_LIMIT and "spent" in result.message
+        )
+        info: dict[str, Any] = {
+            "status": result.status.value,
+            "wall_s": round(result.wall_s, 4),
+            "cpu_s": result.cpu_s,
+            "state_lost": result.state_lost,
+            "restarted": result.restarted,
+            "calls": result.calls,
+        }
+        return ToolResult(cell_text(result), done=done, info=info)
+
+    async def answer(self, text: str, turn: int, last_turn: bool) -> Answer:
+        self.last_answer = text
+        result = await score_one(self.ctx, f"turn-{turn}", self.grader, text)
+        return Answer(reward=result.score or 0.0, terminated=True, result=result)
+
+    async def verify(self, text: str | None) -> RewardResult:
+        if self.fault is not None:  # the rollout was cut by referee, not the model: mask it
+            return RewardResult(
+                id="final", score=0.0, details={"outcome": "sandbox_error", "reason": self.fault}
+            )
+        answer = text if text is not None else self.last_answer
+        if answer is None:
+            return RewardResult(
+                id="final",
+                score=0.0,
+                details={"outcome": "no_answer", "reason": "the session has no final answer"},
+            )
+        return await score_one(self.ctx, "final", self.grader, answer)
+
+    def close(self) -> None:
+        if self.interpreter is not None:
+            self.interpreter.close()
