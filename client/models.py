@@ -40,13 +40,11 @@ from referee.client.exec_grader_models import (
     check_formula,
 )
 from referee.client.text_grader_models import (
-    SAMPLE_TEMPLATE,
     Instruction,
     InstructionFollowingGrader,
     JsonSchemaGrader,
+    OpenAITextGrader,
     TextSimilarityGrader,
-    check_openai_input,
-    check_reference_text,
 )
 
 __all__ = [
@@ -173,26 +171,12 @@ class MultipleChoiceGrader(_Model):
     choices: str = Field("ABCD", min_length=2, max_length=26, pattern="^[A-Z]+$")
 
 
-class StringCheckGrader(_Model):
+class StringCheckGrader(OpenAITextGrader):
     """String comparison: eq, ne, like (substring), ilike (case-insensitive substring). OpenAI's
     `string_check` object is accepted as it is (`name`, `input: "{{sample.output_text}}"`)."""
 
     type: Literal["string_check"] = "string_check"
-    reference: str = Field(..., max_length=100_000)
     operation: Literal["eq", "ne", "like", "ilike"] = "eq"
-    # OpenAI's grader object fields (text_grader_models): accepted, the input checked
-    name: str | None = Field(None, max_length=256, description="OpenAI's grader name (unused).")
-    input: str | None = Field(None, max_length=256, description=f"OpenAI's {SAMPLE_TEMPLATE!r}.")
-
-    @field_validator("input")
-    @classmethod
-    def _input_is_the_response(cls, value: str | None) -> str | None:
-        return check_openai_input(value)
-
-    @field_validator("reference")
-    @classmethod
-    def _reference_is_text(cls, value: str) -> str:
-        return check_reference_text(value)
 
 
 _FORMAT_PATTERNS = ("think_answer", "answer_tag", "boxed", "think")

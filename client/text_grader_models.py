@@ -18,6 +18,7 @@ __all__ = [
     "Instruction",
     "InstructionFollowingGrader",
     "JsonSchemaGrader",
+    "OpenAITextGrader",
     "TextSimilarityGrader",
     "check_openai_input",
     "check_reference_text",
@@ -130,20 +131,12 @@ _UNAVAILABLE = {
 }
 
 
-class TextSimilarityGrader(_Model):
-    """OpenAI's `text_similarity` grader: the response's similarity to the reference
-    (fuzzy_match, bleu, gleu, meteor, rouge_1..rouge_5, rouge_l), in [0, 1]. OpenAI's grader
-    object is accepted as it is (`name`, `input: "{{sample.output_text}}"`)."""
+class OpenAITextGrader(_Model):
+    """What OpenAI's ``string_check`` and ``text_similarity`` objects share: a reference text,
+    and their ``name`` and ``input`` fields (accepted; the input must be the response's
+    template)."""
 
-    type: Literal["text_similarity"] = "text_similarity"
     reference: str = Field(..., max_length=100_000)
-    evaluation_metric: TextMetric = "fuzzy_match"
-    pass_threshold: float | None = Field(
-        None, ge=0, le=1, description="A similarity at or above this passes (`details.passed`)."
-    )
-    binary: bool = Field(
-        False, description="The reward is the pass (1.0 or 0.0), not the similarity."
-    )
     name: str | None = Field(None, max_length=256, description="OpenAI's grader name (unused).")
     input: str | None = Field(None, max_length=256, description=f"OpenAI's {SAMPLE_TEMPLATE!r}.")
 
@@ -156,6 +149,21 @@ class TextSimilarityGrader(_Model):
     @classmethod
     def _reference_is_text(cls, value: str) -> str:
         return check_reference_text(value)
+
+
+class TextSimilarityGrader(OpenAITextGrader):
+    """OpenAI's `text_similarity` grader: the response's similarity to the reference
+    (fuzzy_match, bleu, gleu, meteor, rouge_1..rouge_5, rouge_l), in [0, 1]. OpenAI's grader
+    object is accepted as it is (`name`, `input: "{{sample.output_text}}"`)."""
+
+    type: Literal["text_similarity"] = "text_similarity"
+    evaluation_metric: TextMetric = "fuzzy_match"
+    pass_threshold: float | None = Field(
+        None, ge=0, le=1, description="A similarity at or above this passes (`details.passed`)."
+    )
+    binary: bool = Field(
+        False, description="The reward is the pass (1.0 or 0.0), not the similarity."
+    )
 
     @field_validator("evaluation_metric")
     @classmethod

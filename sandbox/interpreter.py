@@ -49,9 +49,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from enum import StrEnum
 from pathlib import Path
-from types import TracebackType
 
 from referee.sandbox.bwrap_backend import BwrapBackend
+from referee.sandbox.closing import Closing
 from referee.sandbox.errors import LanguageUnavailable, SandboxError
 from referee.sandbox.languages import get_language
 from referee.sandbox.models import ExecRequest, Limits
@@ -195,7 +195,7 @@ def package_binds(names: Sequence[str]) -> tuple[tuple[str, str], ...]:
     return tuple(binds)
 
 
-class PersistentInterpreter:
+class PersistentInterpreter(Closing):
     """One sandboxed Python interpreter whose state lasts across ``run`` calls."""
 
     def __init__(
@@ -253,17 +253,6 @@ class PersistentInterpreter:
             sandbox, self._sandbox = self._sandbox, None
         if sandbox is not None:
             self._retire(sandbox)
-
-    def __enter__(self) -> PersistentInterpreter:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
 
     def _ensure_started(self) -> SupervisedSandbox | None:
         with self._state_lock:

@@ -15,17 +15,17 @@ import tempfile
 from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
-from types import TracebackType
 
 from referee.sandbox.backend import SandboxBackend
 from referee.sandbox.batch import BatchSandbox, batches_enabled
+from referee.sandbox.closing import Closing
 from referee.sandbox.languages import Language, get_language
 from referee.sandbox.models import SANDBOX_UID, ExecRequest, Limits, RunResult, RunStatus
 
 __all__ = ["PreparedProgram", "ProgramSession", "prepare", "run_program"]
 
 
-class PreparedProgram:
+class PreparedProgram(Closing):
     """A program's directory in the sandbox plus the result of its compile step."""
 
     def __init__(
@@ -79,17 +79,6 @@ class PreparedProgram:
 
     def close(self) -> None:
         shutil.rmtree(self.directory.parent, ignore_errors=True)
-
-    def __enter__(self) -> PreparedProgram:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
 
 
 def prepare(
@@ -168,7 +157,7 @@ def run_program(
         return program.run(stdin, limits)
 
 
-class ProgramSession:
+class ProgramSession(Closing):
     """Many runs of one ``PreparedProgram``: one sandbox for all of them (see ``sandbox.batch``),
     each run its own process with its own stdin and limits and a clean working state.
 
@@ -241,17 +230,6 @@ class ProgramSession:
         if self._batch is not None:
             self._batch.close()
             self._batch = None
-
-    def __enter__(self) -> ProgramSession:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
 
 
 def _python_recipe() -> Language | None:
