@@ -54,26 +54,26 @@ async def _openrlhf(
     )
 
 
-@router.post(
-    "/openrlhf/reward",
-    response_model=OpenRLHFRewardResponse,
-    summary="OpenRLHF remote reward model (--reward.remote_url)",
-)
 async def openrlhf_reward(
     body: OpenRLHFRewardRequest, request: Request, grader: str | None = GRADER_QUERY
 ) -> OpenRLHFRewardResponse:
     return await _openrlhf(body, request, None, grader)
 
 
-@router.post(
+router.add_api_route(
+    "/openrlhf/reward",
+    openrlhf_reward,
+    methods=["POST"],
+    response_model=OpenRLHFRewardResponse,
+    summary="OpenRLHF remote reward model (--reward.remote_url)",
+)
+router.add_api_route(  # the path of OpenRLHF's own example server
     "/get_reward",
+    openrlhf_reward,
+    methods=["POST"],
     response_model=OpenRLHFRewardResponse,
     summary="OpenRLHF remote reward model (alias of /openrlhf/reward)",
 )
-async def get_reward(
-    body: OpenRLHFRewardRequest, request: Request, grader: str | None = GRADER_QUERY
-) -> OpenRLHFRewardResponse:
-    return await _openrlhf(body, request, None, grader)
 
 
 @router.post(
