@@ -21,7 +21,6 @@ from __future__ import annotations
 import asyncio
 import random
 import time
-import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any, TypeVar
 from urllib.parse import quote
@@ -57,17 +56,7 @@ from referee.client.models import (
     SandboxRunRequest,
     SandboxRunResponse,
 )
-from referee.client.session_models import (
-    CreateSessionRequest,
-    CreateSessionResponse,
-    SessionEnvironments,
-    SessionReward,
-    SessionState,
-    StepMessage,
-    StepRequest,
-    StepResponse,
-    ToolCallResponse,
-)
+from referee.client.sdk_sessions import AsyncSessionCalls, SessionCalls, checked_body
 
 __all__ = ["AsyncRefereeClient", "RefereeClient"]
 
@@ -93,33 +82,7 @@ def _run_payload(
 
 def _validated(model: type[M], where: str, **fields: Any) -> dict[str, Any]:
     """A request body checked here first, so a mistake is named before anything is sent."""
-    try:
-        body = model.model_validate({k: v for k, v in fields.items() if v is not None})
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        loc = ".".join(str(p) for p in first["loc"])
-        raise InvalidRequest(f"{where}: {loc}: {first['msg']}") from exc
-    return body.model_dump(exclude_none=True)
-
-
-def _session_body(model: type[M], where: str, **fields: Any) -> dict[str, Any]:
-    """A session request checked here first; the fields given are sent as given (a task row's
-    or a tool's ``None`` values included)."""
-    try:
-        body = model.model_validate({k: v for k, v in fields.items() if v is not None})
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        loc = ".".join(str(p) for p in first["loc"])
-        raise InvalidRequest(f"{where}: {loc}: {first['msg']}") from exc
-    return body.model_dump(mode="json", exclude_unset=True)
-
-
-def _sid(session_id: str) -> str:
-    return f"/v1/sessions/{quote(session_id, safe='')}"
-
-
-def _step_response(response: str | Mapping[str, Any] | StepMessage) -> Any:
-    return response.model_dump(exclude_none=True) if isinstance(response, StepMessage) else response
+    return checked_body(model, where, fields, exclude_none=True)
 
 
 def _judge_payload(
@@ -241,7 +204,7 @@ class _Base:
         return model.model_validate(response.json())
 
 
-class RefereeClient(_Base):
+class RefereeClient(SessionCalls, _Base):
     """Synchronous client. Thread-safe (one httpx connection pool)."""
 
     def __init__(
@@ -395,84 +358,6 @@ class RefereeClient(_Base):
         )
         return self._post("/v1/curriculum/problems", payload, ProblemsResponse)
 
-    # -- sessions (multi-turn environments; see client/session_models.py) --------------------
-
-    def session_environments(self) -> SessionEnvironments:
-        """The session environments, their tools' schemas and the server's session limits."""
-        return self._get("/v1/sessions/environments", SessionEnvironments)
-
-    def open_session(
-        self,
-        env: str,
-        task: Mapping[str, Any],
-        *,
-        seed: int | None = None,
-        group: Mapping[str, Any] | None = None,
-        max_turns: int | None = None,
-        deadline_s: float | None = None,
-    ) -> CreateSessionResponse:
-        """Open a session of ``env`` on the task row: its first observation and its tools."""
-        payload = _session_body(
-            CreateSessionRequest,
-            "open_session",
-            env=env,
-            task=dict(task),
-            seed=seed,
-            group=dict(group) if group is not None else None,
-            max_turns=max_turns,
-            deadline_s=deadline_s,
-        )
-        return self._post("/v1/sessions", payload, CreateSessionResponse)
-
-    def session_tool(
-        self,
-        session_id: str,
-        name: str,
-        arguments: Mapping[str, Any],
-        *,
-        request_id: str | None = None,
-    ) -> ToolCallResponse:
-        """Run one tool. A ``request_id`` is made if not given, so the SDK's retries of this
-        call never run it twice."""
-        payload = {"arguments": dict(arguments), "request_id": request_id or uuid.uuid4().hex}
-        path = f"{_sid(session_id)}/tools/{quote(name, safe='')}"
-        return self._post(path, payload, ToolCallResponse)
-
-    def session_step(
-        self,
-        session_id: str,
-        response: str | Mapping[str, Any] | StepMessage,
-        *,
-        request_id: str | None = None,
-    ) -> StepResponse:
-        """A model turn: text (an answer) or an assistant message with ``tool_calls``."""
-        payload = _session_body(
-            StepRequest,
-            "session_step",
-            response=_step_response(response),
-            request_id=request_id or uuid.uuid4().hex,
-        )
-        return self._post(f"{_sid(session_id)}/step", payload, StepResponse)
-
-    def session_verify(
-        self, session_id: str, response: str | Sequence[Mapping[str, Any]] | None = None
-    ) -> SessionReward:
-        """The session's reward (``response``: the final answer; unset: its last answer)."""
-        body = (
-            None
-            if response is None
-            else response
-            if isinstance(response, str)
-            else [dict(m) for m in response]
-        )
-        return self._post(f"{_sid(session_id)}/verify", {"response": body}, SessionReward)
-
-    def session(self, session_id: str) -> SessionState:
-        return self._get(_sid(session_id), SessionState)
-
-    def close_session(self, session_id: str) -> SessionState:
-        return self._send("DELETE", _sid(session_id), None, SessionState)
-
     def submit(
         self,
         items: Sequence[RewardItem | Mapping[str, Any]],
@@ -531,7 +416,7 @@ class RefereeClient(_Base):
         self.close()
 
 
-class AsyncRefereeClient(_Base):
+class AsyncRefereeClient(AsyncSessionCalls, _Base):
     """Asynchronous client; chunks of a large batch are sent concurrently."""
 
     def __init__(
@@ -681,84 +566,6 @@ class AsyncRefereeClient(_Base):
             instruction=instruction,
         )
         return await self._post("/v1/curriculum/problems", payload, ProblemsResponse)
-
-    # -- sessions (multi-turn environments; see client/session_models.py) --------------------
-
-    async def session_environments(self) -> SessionEnvironments:
-        """The session environments, their tools' schemas and the server's session limits."""
-        return await self._get("/v1/sessions/environments", SessionEnvironments)
-
-    async def open_session(
-        self,
-        env: str,
-        task: Mapping[str, Any],
-        *,
-        seed: int | None = None,
-        group: Mapping[str, Any] | None = None,
-        max_turns: int | None = None,
-        deadline_s: float | None = None,
-    ) -> CreateSessionResponse:
-        """Open a session of ``env`` on the task row: its first observation and its tools."""
-        payload = _session_body(
-            CreateSessionRequest,
-            "open_session",
-            env=env,
-            task=dict(task),
-            seed=seed,
-            group=dict(group) if group is not None else None,
-            max_turns=max_turns,
-            deadline_s=deadline_s,
-        )
-        return await self._post("/v1/sessions", payload, CreateSessionResponse)
-
-    async def session_tool(
-        self,
-        session_id: str,
-        name: str,
-        arguments: Mapping[str, Any],
-        *,
-        request_id: str | None = None,
-    ) -> ToolCallResponse:
-        """Run one tool. A ``request_id`` is made if not given, so the SDK's retries of this
-        call never run it twice."""
-        payload = {"arguments": dict(arguments), "request_id": request_id or uuid.uuid4().hex}
-        path = f"{_sid(session_id)}/tools/{quote(name, safe='')}"
-        return await self._post(path, payload, ToolCallResponse)
-
-    async def session_step(
-        self,
-        session_id: str,
-        response: str | Mapping[str, Any] | StepMessage,
-        *,
-        request_id: str | None = None,
-    ) -> StepResponse:
-        """A model turn: text (an answer) or an assistant message with ``tool_calls``."""
-        payload = _session_body(
-            StepRequest,
-            "session_step",
-            response=_step_response(response),
-            request_id=request_id or uuid.uuid4().hex,
-        )
-        return await self._post(f"{_sid(session_id)}/step", payload, StepResponse)
-
-    async def session_verify(
-        self, session_id: str, response: str | Sequence[Mapping[str, Any]] | None = None
-    ) -> SessionReward:
-        """The session's reward (``response``: the final answer; unset: its last answer)."""
-        body = (
-            None
-            if response is None
-            else response
-            if isinstance(response, str)
-            else [dict(m) for m in response]
-        )
-        return await self._post(f"{_sid(session_id)}/verify", {"response": body}, SessionReward)
-
-    async def session(self, session_id: str) -> SessionState:
-        return await self._get(_sid(session_id), SessionState)
-
-    async def close_session(self, session_id: str) -> SessionState:
-        return await self._send("DELETE", _sid(session_id), None, SessionState)
 
     async def submit(
         self,
