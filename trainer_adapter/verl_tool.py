@@ -45,6 +45,7 @@ __all__ = ["SESSION_KEY", "RefereeSessionTool", "tool_config"]
 
 SESSION_KEY = "referee_session"
 DEFAULT_URL = "http://127.0.0.1:8000"
+_MODULE = "referee.trainer_adapter.verl_tool"  # not __name__: that is __main__ under -m
 
 
 def tool_config(referee_url: str, env: str, *, max_turns: int | None = None) -> dict[str, Any]:
@@ -59,7 +60,7 @@ def tool_config(referee_url: str, env: str, *, max_turns: int | None = None) -> 
     return {
         "tools": [
             {
-                "class_name": f"{__name__}.RefereeSessionTool",
+                "class_name": f"{_MODULE}.RefereeSessionTool",
                 "config": config,
                 "tool_schema": tool.model_dump(),
             }

@@ -62,6 +62,14 @@ def test_verl_tool_registry_calls_and_reward(tmp_path: Path, server: Server) -> 
     seen = {t["function"]["name"]: t["function"]["parameters"] for t in got["tools"]}
     assert seen.keys() == served.keys() and "python" in seen
     assert seen["python"]["properties"].keys() == served["python"]["properties"].keys()
+    # the command the docs give writes the same YAML
+    cli = subprocess.run(
+        [str(agent_loop_python()), "-m", "referee.trainer_adapter.verl_tool",
+         "--url", server.url, "--env", "python", "--max-turns", "8"],
+        capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL,
+    )  # fmt: skip
+    assert cli.returncode == 0, cli.stderr[-2000:]
+    assert json.loads(cli.stdout) == json.loads((tmp_path / "tools.yaml").read_text())
 
     # one interpreter per trajectory, across veRL's create/execute/release per call
     first, second = got["trajectories"]
