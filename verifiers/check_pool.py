@@ -414,6 +414,10 @@ class CheckPool:
                 self._settle(t, None, None)
         if not live:
             return True
+        if not worker.wait_ready():
+            for t in live:
+                self._settle(t, WorkerFailed("the worker process did not start"), None)
+            return False
         try:
             worker.conn.send([(i, t.fn, t.args) for i, t in enumerate(live)])
         except (OSError, ValueError):

@@ -9,11 +9,15 @@ check overruns its deadline.
 from __future__ import annotations
 
 import resource
+import time
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from typing import Any
 
 __all__ = ["TimedOut", "Worker", "WorkerFailed"]
+
+_READY = "ready"
+_START_S = 120.0  # how long a new worker may take to start on a loaded machine
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,6 +42,7 @@ def _worker_main(conn: Connection, memory_mb: int) -> None:
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
     # made before any check: at the cap, building a message can itself fail
     out_of_memory = f"memory limit of {memory_mb} MB exceeded"
+    conn.send(_READY)  # the manager starts a task's deadline from here, not from the spawn
     while True:
         try:
             batch = conn.recv()
@@ -75,6 +80,24 @@ class Worker:
         self.proc = ctx.Process(target=_worker_main, args=(child, memory_mb), daemon=True)
         self.proc.start()
         child.close()
+        self.ready = False
+
+    def wait_ready(self, timeout_s: float = _START_S) -> bool:
+        """Wait for the worker's first message (sent once it runs): a loaded machine can take
+        seconds to start a process, and that time is not the check's. False if it never came."""
+        if self.ready:
+            return True
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            try:
+                if self.conn.poll(min(0.05, max(0.0, deadline - time.monotonic()))):
+                    self.ready = self.conn.recv() == _READY
+                    return self.ready
+            except (EOFError, OSError):
+                return False
+            if not self.proc.is_alive():
+                return False
+        return False
 
     def kill(self) -> None:
         try:
