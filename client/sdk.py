@@ -200,7 +200,11 @@ class _Base:
                 body: Any = response.json()
             except ValueError:
                 body = response.text
-            raise error_for_problem(response.status_code, body)
+            error = error_for_problem(response.status_code, body)
+            after = response.headers.get("retry-after", "")
+            if after.replace(".", "", 1).isdigit():  # how long the server asks to wait
+                error.retry_after_s = float(after)
+            raise error
         return model.model_validate(response.json())
 
 

@@ -230,6 +230,11 @@ class SessionEnvironment(_Model):
 
 class SessionEnvironments(_Model):
     environments: list[SessionEnvironment]
-    max_live: int = Field(..., description="Sessions this server holds at once.")
+    max_live: int = Field(..., description="Sessions this server process holds at once.")
     idle_timeout_s: float
     default_deadline_s: float
+    node: str | None = Field(
+        None,
+        description="The tag of the process that answered (session ids carry their holder's); "
+        "unset on an api that opens every session on sandbox nodes.",
+    )

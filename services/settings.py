@@ -287,6 +287,13 @@ class Settings(BaseSettings):
         description="Longest lifetime a session may ask for (a longer `deadline_s` is capped).",
     )
 
+    sessions_socket_dir: str | None = Field(
+        None,
+        description="Folder of the Unix sockets through which a server's worker processes pass "
+        "each other the calls of sessions the other holds (one socket per process); unset: "
+        "one under the temp folder per parent process, which uvicorn's workers share.",
+    )
+
     @field_validator("api_keys", "curriculum_tasks", mode="before")
     @classmethod
     def _split_keys(cls, value: object) -> object:

@@ -40,6 +40,7 @@ from referee.services.auth import require_api_key
 from referee.services.sessions.catalog import ENVIRONMENTS
 from referee.services.sessions.episode import EnvContext
 from referee.services.sessions.manager import SessionManager
+from referee.services.sessions.router import SessionRouter, serving
 
 __all__ = ["install", "router"]
 
@@ -69,9 +70,9 @@ class SessionIdConvertor(Convertor[str]):
 register_url_convertor("session_id", SessionIdConvertor())
 
 
-def _manager(request: Request) -> SessionManager:
-    manager: SessionManager = request.app.state.sessions
-    return manager
+def _manager(request: Request) -> SessionRouter:
+    router: SessionRouter = request.app.state.sessions
+    return router
 
 
 @router.get("/environments", response_model=SessionEnvironments, summary="Session environments")
@@ -84,6 +85,7 @@ async def environments(request: Request) -> SessionEnvironments:
         max_live=s.sessions_max_live,
         idle_timeout_s=s.sessions_idle_timeout_s,
         default_deadline_s=s.sessions_deadline_s,
+        node=_manager(request).local_tag,
     )
 
 
@@ -121,13 +123,13 @@ async def verify(session_id: str, body: VerifyRequest, request: Request) -> Sess
 
 @router.get("/{session_id:session_id}", response_model=SessionState, summary="A session's state")
 async def state(session_id: str, request: Request) -> SessionState:
-    return _manager(request).state(session_id)
+    return await _manager(request).state(session_id)
 
 
 @router.delete("/{session_id:session_id}", response_model=SessionState, summary="Close a session")
 async def close(session_id: str, request: Request) -> SessionState:
     """Close it now: its sandbox and processes go."""
-    return await _manager(request).close(session_id)
+    return await _manager(request).close_session(session_id)
 
 
 def install(app: FastAPI) -> None:
@@ -143,13 +145,21 @@ def install(app: FastAPI) -> None:
                 max_workers=min(256, settings.sessions_max_live + 4),
                 thread_name_prefix="session",
             )
-            manager = SessionManager(EnvContext(a.state.scorer, settings, threads))
-            a.state.sessions = manager
-            manager.start()
+            # an api whose programs run on sandbox nodes opens its sessions there
+            manager = (
+                None
+                if settings.sandbox_backend == "remote"
+                else SessionManager(EnvContext(a.state.scorer, settings, threads))
+            )
+            if manager is not None:
+                manager.start()
             try:
-                yield state
+                async with serving(SessionRouter.for_app(settings, manager), a) as router:
+                    a.state.sessions = router
+                    yield state
             finally:
-                await manager.close_all()
+                if manager is not None:
+                    await manager.close_all()
                 threads.shutdown(wait=False, cancel_futures=True)
 
     app.router.lifespan_context = lifespan

@@ -90,8 +90,9 @@ def _fingerprint(kind: str, payload: Any) -> str:
 class SessionManager:
     """Sessions of this process (see the module doc)."""
 
-    def __init__(self, ctx: EnvContext) -> None:
+    def __init__(self, ctx: EnvContext, tag: str | None = None) -> None:
         self.ctx = ctx
+        self.tag = tag or secrets.token_hex(4)  # names this process in its sessions' ids
         self.settings = ctx.settings
         self.sessions: dict[str, Session] = {}
         self.ended: OrderedDict[str, SessionState] = OrderedDict()
@@ -192,12 +193,13 @@ class SessionManager:
             episode, observation = await open_episode(self.ctx, body, max_turns)
         finally:
             self._opening -= 1
-        sid = "s-" + secrets.token_hex(12)
+        sid = "s-" + self.tag + secrets.token_hex(12)
         info: dict[str, Any] = {
             "env": body.env,
             "max_turns": max_turns,
             "deadline_s": deadline_s,
             "idle_timeout_s": settings.sessions_idle_timeout_s,
+            "node": self.tag,
         }
         if body.group is not None:
             info["group"] = body.group.model_dump()
