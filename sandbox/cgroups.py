@@ -107,6 +107,7 @@ class RunCgroup(Protocol):
     """The cgroup of one run."""
 
     def add(self, pid: int) -> None: ...
+    def oom_kills(self) -> int: ...
     def oom_killed(self) -> bool: ...
     def memory_peak_bytes(self) -> int | None: ...
     def cpu_time_s(self) -> float | None: ...
@@ -136,13 +137,17 @@ class _V1Run:
         for d in self.dirs.values():
             _write(d / "cgroup.procs", str(pid))
 
-    def oom_killed(self) -> bool:
+    def oom_kills(self) -> int:
+        """OOM kills in the group so far (a persistent interpreter compares two readings)."""
         for line in _read(self.dirs["memory"] / "memory.oom_control").splitlines():
             key, _, value = line.partition(" ")
             if key == "oom_kill":
-                return int(value or 0) > 0
+                return int(value or 0)
         # Old kernels without the oom_kill counter: fall back to failcnt.
-        return (_read_int(self.dirs["memory"] / "memory.failcnt") or 0) > 0
+        return _read_int(self.dirs["memory"] / "memory.failcnt") or 0
+
+    def oom_killed(self) -> bool:
+        return self.oom_kills() > 0
 
     def memory_peak_bytes(self) -> int | None:
         return _read_int(self.dirs["memory"] / "memory.max_usage_in_bytes")
@@ -218,12 +223,16 @@ class _V2Run:
     def add(self, pid: int) -> None:
         _write(self.path / "cgroup.procs", str(pid))
 
-    def oom_killed(self) -> bool:
+    def oom_kills(self) -> int:
+        """OOM kills in the group so far (a persistent interpreter compares two readings)."""
         for line in _read(self.path / "memory.events").splitlines():
             key, _, value = line.partition(" ")
             if key == "oom_kill":
-                return int(value or 0) > 0
-        return False
+                return int(value or 0)
+        return 0
+
+    def oom_killed(self) -> bool:
+        return self.oom_kills() > 0
 
     def memory_peak_bytes(self) -> int | None:
         return _read_int(self.path / "memory.peak")

@@ -343,6 +343,8 @@ class PersistentInterpreter(Closing):
     def _call(self, sandbox: SupervisedSandbox, code: str) -> CellResult:
         limits = self.limits
         cpu_before = _cpu(sandbox)
+        # the group's OOM counter only grows: a kill in an earlier call is not this one's
+        ooms_before = sandbox.cgroup.oom_kills() if sandbox.cgroup is not None else 0
         started = time.monotonic()
         request: dict[str, object] = {
             "code": code,
@@ -354,7 +356,7 @@ class PersistentInterpreter(Closing):
             self._wait(sandbox, cpu_before, started, waited)
         wall = (waited.ended_at or time.monotonic()) - started
         has_cgroup = sandbox.cgroup is not None
-        oom = sandbox.cgroup.oom_killed() if sandbox.cgroup is not None else False
+        oom = sandbox.cgroup.oom_kills() > ooms_before if sandbox.cgroup is not None else False
         cpu_s = max(0.0, _cpu(sandbox) - cpu_before) if has_cgroup else None
         total = self._cpu_done + _cpu(sandbox) if has_cgroup else None
         result = self._shape(waited, oom=oom, wall=wall)
@@ -439,11 +441,20 @@ class PersistentInterpreter(Closing):
         message = ""
         if reason is not None and answer.get("interrupted"):
             status = reason
-            message = "interrupted: past the call's " + (
-                "time limit" if reason is CellStatus.TIMEOUT else "CPU time limit"
+            message = (
+                f"interrupted: past the call's time limit of {self.limits.wall_time_s:g} s"
+                if reason is CellStatus.TIMEOUT
+                else "interrupted: past the call's CPU time limit of "
+                f"{self.limits.effective_cpu_time_s:g} s"
             )
         elif oom or answer.get("memory_error"):
-            status, message = CellStatus.MEMORY, "out of memory"
+            # the interpreter answered: what the kernel killed was a process the call started
+            status = CellStatus.MEMORY
+            message = (
+                "out of memory"
+                if answer.get("memory_error")
+                else ("out of memory: a process of the call was killed")
+            )
         clean = bool(answer.get("clean"))
         if not clean:
             message = (message + "; " if message else "") + "leftover processes: state lost"
@@ -455,7 +466,7 @@ class PersistentInterpreter(Closing):
             stdout_truncated=_int(answer.get("stdout_seen")) > len(stdout),
             stderr_truncated=_int(answer.get("stderr_seen")) > len(stderr),
             wall_s=wall,
-            state_lost=not clean or oom or waited.killed,
+            state_lost=not clean or waited.killed,
             message=message,
         )
 

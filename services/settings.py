@@ -287,6 +287,34 @@ class Settings(BaseSettings):
         description="Longest lifetime a session may ask for (a longer `deadline_s` is capped).",
     )
 
+    sessions_python_call_s: float = Field(
+        10.0,
+        gt=0,
+        le=3600,
+        description="python sessions: wall-clock limit of one tool call (the cell is "
+        "interrupted, its variables kept); its CPU limit is the same.",
+    )
+    sessions_python_cpu_s: float = Field(
+        120.0,
+        gt=0,
+        le=86_400,
+        description="python sessions: CPU time of the whole session; past it the session's "
+        "interpreter is gone and the episode is over.",
+    )
+    sessions_python_memory_mb: int = Field(
+        1024,
+        ge=64,
+        le=65_536,
+        description="python sessions: memory of the session's sandbox (interpreter and every "
+        "process it starts).",
+    )
+    sessions_python_output_kb: int = Field(
+        64,
+        ge=1,
+        le=16_384,
+        description="python sessions: output of one call kept for the model (stdout and "
+        "stderr each); the rest is cut, and the output says so.",
+    )
     sessions_socket_dir: str | None = Field(
         None,
         description="Folder of the Unix sockets through which a server's worker processes pass "

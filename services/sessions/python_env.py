@@ -33,6 +33,7 @@ from referee.services.sessions.episode import (
     ToolSpec,
     score_one,
 )
+from referee.services.settings import Settings
 
 __all__ = ["PYTHON_TOOL", "PythonEpisode", "cell_text"]
 
@@ -43,7 +44,20 @@ PYTHON_TOOL = ToolSpec(
     "and mpmath can be imported. No network.",
     {"code": "The Python code to run."},
 )
-LIMITS = InterpreterLimits(wall_time_s=10.0, total_cpu_time_s=120.0, memory_mb=1024)
+
+
+def limits(settings: Settings) -> InterpreterLimits:
+    """A python session's limits, from the ``sessions_python_*`` settings."""
+    out = settings.sessions_python_output_kb * 1024
+    return InterpreterLimits(
+        wall_time_s=settings.sessions_python_call_s,
+        total_cpu_time_s=settings.sessions_python_cpu_s,
+        memory_mb=settings.sessions_python_memory_mb,
+        output_bytes=out,
+        stderr_bytes=out,
+    )
+
+
 TASK_FIELDS = {
     "prompt": "The math problem (text or chat messages).",
     "reference": "The reference answer the math grader compares the final answer with.",
@@ -88,7 +102,7 @@ class PythonEpisode(Episode):
                 "the python environment needs the bubblewrap sandbox on this server"
                 + (f": {reason}" if reason else "")
             )
-        self.interpreter = PersistentInterpreter(backend, LIMITS)
+        self.interpreter = PersistentInterpreter(backend, limits(self.ctx.settings))
         try:
             await self._blocking(self.interpreter.start)
         except SandboxError as exc:

@@ -15,7 +15,6 @@ from typing import Any
 
 import httpx
 import pytest
-from conftest import TEST_SERVER_ENV
 
 from referee.client import RefereeClient
 from referee.client.errors import ServiceUnavailable
@@ -89,10 +88,12 @@ def two_workers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Serv
     tmp = tmp_path_factory.mktemp("two-workers")
     sockets = Path(tempfile.mkdtemp(prefix="rs-"))  # short: a socket path has 107 bytes
     env = {
-        **TEST_SERVER_ENV,
         "REFEREE_MATH_WORKERS": "1",
+        "REFEREE_MATH_TIMEOUT_S": "2",
         "REFEREE_API_KEYS": KEY,
         "REFEREE_SESSIONS_SOCKET_DIR": str(sockets),
+        "REFEREE_SESSIONS_PYTHON_CALL_S": "1.5",
+        "REFEREE_SESSIONS_PYTHON_OUTPUT_KB": "1",
     }
     server = start_uvicorn(
         "referee.services.app:create_app",
@@ -154,6 +155,20 @@ def test_a_session_is_served_by_whichever_worker_the_call_reaches(
         assert missing.status_code == 404, missing.text
     finally:
         client.close()
+
+
+def test_the_python_limits_are_the_server_s_settings(two_workers: tuple[Server, Path]) -> None:
+    server, _ = two_workers
+    with RefereeClient(server.url, api_key=KEY, max_retries=0) as client:
+        sid = client.open_session("python", TASK).session_id
+        loud = client.session_tool(sid, "python", {"code": "print('x' * 5000)"})
+        assert loud.output.startswith("x" * 1024) and "x" * 1025 not in loud.output
+        assert "[output truncated]" in loud.output
+        spin = client.session_tool(sid, "python", {"code": "n = 7\nwhile True: pass"})
+        assert spin.info["status"] == "timeout", spin
+        assert "time limit of 1.5 s" in spin.output, spin
+        assert client.session_tool(sid, "python", {"code": "n"}).output == "7\n"
+        client.close_session(sid)
 
 
 def test_a_killed_worker_loses_its_sessions_and_their_sandboxes(

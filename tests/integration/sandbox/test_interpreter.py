@@ -199,6 +199,21 @@ def test_a_memory_hog_is_reported_memory(interp: PersistentInterpreter) -> None:
     assert after.stdout == "'after'\n" and after.restarted
 
 
+def test_an_oom_kill_of_a_child_is_that_call_s_alone(interp: PersistentInterpreter) -> None:
+    """The cgroup's OOM counter only grows: the calls after the one whose child the kernel
+    killed must not read as out of memory."""
+    code = (
+        "import subprocess, sys\n"
+        "r = subprocess.run([sys.executable, '-c', 'b = bytearray(2 * 1024**3)'])\n"
+        "r.returncode"
+    )
+    hog = interp.run(code)
+    assert hog.status is CellStatus.MEMORY and "a process of the call" in hog.message, hog
+    assert hog.stdout == "-9\n" and not hog.state_lost, hog  # the child, not the interpreter
+    after = interp.run("r.returncode + 9")
+    assert after.status is CellStatus.OK and after.stdout == "0\n", after
+
+
 def test_processes_started_in_a_call_are_gone_in_the_next(interp: PersistentInterpreter) -> None:
     ok(
         interp,
