@@ -48,6 +48,7 @@ bench: $(STAMP)
 	$(PY) -m bench.trainer
 	$(PY) -m bench.verifiers
 	$(PY) -m bench.verifiers_exec
+	$(PY) -m bench.sessions
 
 clean:
 	rm -rf $(VENV) build *.egg-info .mypy_cache .ruff_cache .pytest_cache
