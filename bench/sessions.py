@@ -197,7 +197,8 @@ def report(lat: dict[str, Any], hold: dict[str, Any], eps: dict[str, Any]) -> st
             "|---|---:|",
             f"| open and first call, each | {hold['open_and_first_call_s_each'] * 1e3:.0f} ms |",
             f"| processes of their sandboxes | {hold['processes']} |",
-            f"| memory per session (PSS of its processes) | {hold['pss_mib_per_session']:.1f} MiB |",
+            "| memory per session (PSS of its processes) "
+            f"| {hold['pss_mib_per_session']:.1f} MiB |",
             f"| host's available memory, drop per session "
             f"| {hold['available_drop_mib_per_session']:.1f} MiB |",
             "",
