@@ -90,7 +90,14 @@ def _stream(fd: int) -> io.TextIOWrapper:
 def _compile(source: str, filename: str) -> list[types.CodeType]:
     """The cell as code objects: all but a last expression statement, then that one in
     ``single`` mode (which shows its value through ``sys.displayhook``)."""
-    tree = ast.parse(source, filename, "exec")
+    try:
+        tree = ast.parse(source, filename, "exec")
+    except UnicodeEncodeError as exc:  # a lone surrogate: no UTF-8 source holds one
+        bad = source[exc.start : exc.end].encode("unicode_escape", "backslashreplace").decode()
+        line = source.count("\n", 0, exc.start) + 1
+        raise SyntaxError(
+            f"the code holds {bad}, a lone surrogate, which is not valid source (line {line})"
+        ) from None
     shown = tree.body and isinstance(tree.body[-1], ast.Expr) and not _ends_quiet(source)
     if not shown:
         return [compile(tree, filename, "exec", dont_inherit=True)]

@@ -214,6 +214,17 @@ def test_an_oom_kill_of_a_child_is_that_call_s_alone(interp: PersistentInterpret
     assert after.status is CellStatus.OK and after.stdout == "0\n", after
 
 
+def test_lone_surrogates_in_code_and_output_are_text_for_the_model(
+    interp: PersistentInterpreter,
+) -> None:
+    bad = interp.run("print('\ud800')")  # JSON can carry one; no UTF-8 source can
+    assert bad.status is CellStatus.ERROR and not bad.state_lost, bad
+    assert "lone surrogate" in bad.traceback and "_compile" not in bad.traceback, bad
+    made = interp.run("s = chr(0xD800) + 'ok'; print(s); s")
+    assert made.status is CellStatus.OK and "ok" in made.stdout, made
+    made.stdout.encode("utf-8")  # what is sent back is valid UTF-8
+
+
 def test_processes_started_in_a_call_are_gone_in_the_next(interp: PersistentInterpreter) -> None:
     ok(
         interp,
