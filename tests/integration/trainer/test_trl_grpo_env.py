@@ -1,0 +1,84 @@
+"""TRL 1.16's own GRPOTrainer, two steps, with a referee session class as its
+``environment_factory``: every rollout opens a python session on the server (``reset``), and the
+reward TRL logs is the one ``get_reward`` (the session's verification) returned.
+
+The tiny policy's text is random (no tool call is scripted here): it never calls ``answer``, so
+every session is verified on nothing and scores 0. The tokenizer carries TRL's own Qwen2.5
+chat template (Hermes ``<tool_call>`` format), which TRL requires for tools."""
+
+from __future__ import annotations
+
+import re
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from referee.trainer_adapter.trl_env import PythonSession
+
+# transformers 5 renames gradient to activation checkpointing and TRL still reads the old name
+pytestmark = pytest.mark.filterwarnings("ignore:.*will be removed in v6:FutureWarning")
+
+
+def session_opens(server: Any) -> float:
+    metrics = httpx.get(server.url + "/metrics", timeout=10).text
+    found = re.findall(
+        r'referee_http_requests_total\{method="POST",route="/v1/sessions",status="20\d"\} (\S+)',
+        metrics,
+    )
+    return sum(float(v) for v in found)
+
+
+def test_grpo_trainer_runs_two_steps_on_referee_sessions(
+    tmp_path: Path, server: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TRL_EXPERIMENTAL_SILENCE", "1")  # environment_factory is experimental
+    import torch
+    from datasets import Dataset
+    from trl import GRPOConfig, GRPOTrainer
+    from trl.chat_template_utils import qwen2_5_chat_template
+
+    from referee.trainer_adapter.tiny_policy import byte_tokenizer, tiny_policy
+
+    torch.set_num_threads(1)
+    tokenizer = byte_tokenizer()
+    tokenizer.chat_template = qwen2_5_chat_template
+    model = tiny_policy(tokenizer)
+    model.config.max_position_embeddings = 4096
+    rows = [
+        {"prompt": [{"role": "user", "content": f"What is {a}+{b}?"}], "reference": str(a + b)}
+        for a, b in [(1, 2), (3, 4)]
+    ]
+    before = session_opens(server)
+    trainer = GRPOTrainer(
+        model=model,
+        processing_class=tokenizer,
+        environment_factory=partial(PythonSession, str(server.url), max_turns=4),
+        train_dataset=Dataset.from_list(rows),
+        args=GRPOConfig(
+            output_dir=str(tmp_path / "out"),
+            max_steps=2,
+            per_device_train_batch_size=4,
+            num_generations=2,
+            max_completion_length=8,
+            max_tool_calling_iterations=1,
+            learning_rate=1e-4,
+            logging_steps=1,
+            report_to="none",
+            use_cpu=True,
+            bf16=False,
+            seed=0,
+            save_strategy="no",
+            activation_checkpointing=False,
+        ),
+    )
+    trainer.train()
+    logs = [h for h in trainer.state.log_history if "reward" in h]
+    assert len(logs) == 2
+    # one session per rollout: 2 steps x 4 completions
+    assert session_opens(server) - before >= 8
+    for h in logs:
+        assert h["reward"] == 0.0
+        assert h["rewards/PythonSession/mean"] == 0.0
