@@ -2,12 +2,16 @@
 ``environment_factory``: every rollout opens a python session on the server (``reset``), and the
 reward TRL logs is the one ``get_reward`` (the session's verification) returned.
 
-The tiny policy's text is random (no tool call is scripted here): it never calls ``answer``, so
-every session is verified on nothing and scores 0. The tokenizer carries TRL's own Qwen2.5
-chat template (Hermes ``<tool_call>`` format), which TRL requires for tools."""
+The tokenizer carries TRL's own Qwen2.5 chat template (Hermes ``<tool_call>`` format), which TRL
+requires for tools. The tiny policy's text is random, so its FIRST turn is scripted (a wrapper
+around ``generate``): an even-numbered completion calls ``answer`` with the right sum, an odd one
+with a wrong sum, in the Hermes format; TRL parses the call, runs the tool on the session and
+generates the next turn with the real (random) policy. So half the rollouts earn 1 from referee,
+the other half 0, and TRL logs a mean of 0.5 each step."""
 
 from __future__ import annotations
 
+import json
 import re
 from functools import partial
 from pathlib import Path
@@ -37,7 +41,7 @@ def test_grpo_trainer_runs_two_steps_on_referee_sessions(
     monkeypatch.setenv("TRL_EXPERIMENTAL_SILENCE", "1")  # environment_factory is experimental
     import torch
     from datasets import Dataset
-    from trl import GRPOConfig, GRPOTrainer
+    from trl import GRPOConfig, GRPOTrainer  # type: ignore[attr-defined]
     from trl.chat_template_utils import qwen2_5_chat_template
 
     from referee.trainer_adapter.tiny_policy import byte_tokenizer, tiny_policy
@@ -47,6 +51,24 @@ def test_grpo_trainer_runs_two_steps_on_referee_sessions(
     tokenizer.chat_template = qwen2_5_chat_template
     model = tiny_policy(tokenizer)
     model.config.max_position_embeddings = 4096
+    real_generate = model.generate
+
+    def scripted_generate(input_ids: Any, attention_mask: Any = None, **kwargs: Any) -> Any:
+        texts = tokenizer.batch_decode(input_ids, skip_special_tokens=True)
+        if any("<tool_response>" in t for t in texts):  # later turns: the policy itself
+            return real_generate(input_ids=input_ids, attention_mask=attention_mask, **kwargs)
+        calls = []
+        for i, text in enumerate(texts):
+            a, b = map(int, re.findall(r"What is (\d)\+(\d)\?", text)[-1])
+            answer = a + b if i % 2 == 0 else a + b + 1
+            body = json.dumps({"name": "answer", "arguments": {"answer": f"\\boxed{{{answer}}}"}})
+            call = f"<tool_call>\n{body}\n</tool_call>"
+            calls.append(tokenizer(call, add_special_tokens=True)["input_ids"])
+        width = max(map(len, calls))
+        tail = torch.tensor([c + [tokenizer.pad_token_id] * (width - len(c)) for c in calls])
+        return torch.cat([input_ids, tail], dim=1)
+
+    model.generate = scripted_generate
     rows = [
         {"prompt": [{"role": "user", "content": f"What is {a}+{b}?"}], "reference": str(a + b)}
         for a, b in [(1, 2), (3, 4)]
@@ -78,7 +100,8 @@ def test_grpo_trainer_runs_two_steps_on_referee_sessions(
     logs = [h for h in trainer.state.log_history if "reward" in h]
     assert len(logs) == 2
     # one session per rollout: 2 steps x 4 completions
-    assert session_opens(server) - before >= 8
+    assert session_opens(server) - before == 8
     for h in logs:
-        assert h["reward"] == 0.0
-        assert h["rewards/PythonSession/mean"] == 0.0
+        assert h["tools/call_frequency"] == 1.0 and h["tools/failure_frequency"] == 0.0
+        assert h["reward"] == 0.5
+        assert h["rewards/PythonSession/mean"] == 0.5
