@@ -105,3 +105,14 @@ def test_grpo_trainer_runs_two_steps_on_referee_sessions(
         assert h["tools/call_frequency"] == 1.0 and h["tools/failure_frequency"] == 0.0
         assert h["reward"] == 0.5
         assert h["rewards/PythonSession/mean"] == 0.5
+    # TRL pools one instance per rollout of a batch; closing them closes their last sessions
+    pool: list[Any] = [env for envs in trainer._environment_pool.values() for env in envs]
+    assert len(pool) == 4 and all(isinstance(env, PythonSession) for env in pool)
+    open_ids = [env._session_id for env in pool]
+    assert all(open_ids)
+    for env in pool:
+        env._release()
+    for sid in open_ids:
+        state = httpx.get(f"{server.url}/v1/sessions/{sid}", timeout=10).json()
+        assert state["state"] == "closed" and state["reason"] == "closed by the caller"
+        assert state["turns"] == 1  # the scripted answer was a step of this session
