@@ -42,13 +42,11 @@ def test_grpo_trainer_runs_two_steps_on_referee_sessions(
     import torch
     from datasets import Dataset
     from trl import GRPOConfig, GRPOTrainer  # type: ignore[attr-defined]
-    from trl.chat_template_utils import qwen2_5_chat_template
 
-    from referee.trainer_adapter.tiny_policy import byte_tokenizer, tiny_policy
+    from referee.trainer_adapter.tiny_policy import tiny_policy, tool_tokenizer
 
     torch.set_num_threads(1)
-    tokenizer = byte_tokenizer()
-    tokenizer.chat_template = qwen2_5_chat_template
+    tokenizer = tool_tokenizer()
     model = tiny_policy(tokenizer)
     model.config.max_position_embeddings = 4096
     real_generate = model.generate
