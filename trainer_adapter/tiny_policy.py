@@ -31,6 +31,7 @@ __all__ = [
     "sample_accuracy",
     "sft",
     "tiny_policy",
+    "tool_tokenizer",
     "write_tiny_policy",
 ]
 
@@ -42,6 +43,17 @@ def byte_tokenizer() -> Any:
     from transformers import ByT5Tokenizer
 
     return ByT5Tokenizer(extra_ids=0)
+
+
+def tool_tokenizer() -> Any:
+    """:func:`byte_tokenizer` with TRL's own Qwen2.5 chat template (Hermes ``<tool_call>``
+    format): TRL picks its tool-call parser by the template, so tools and
+    ``environment_factory`` need one it knows."""
+    from trl.chat_template_utils import qwen2_5_chat_template
+
+    tokenizer = byte_tokenizer()
+    tokenizer.chat_template = qwen2_5_chat_template
+    return tokenizer
 
 
 def tiny_policy(tokenizer: Any, seed: int = 0, hidden: int = 64) -> Any:
