@@ -1,0 +1,116 @@
+"""NeMo Gym resources-server routes over referee sessions (first cut).
+
+``POST /nemo-gym/{env}/seed_session``  the row: a session opened, its id in a cookie, ``{}`` back
+``POST /nemo-gym/{env}/verify``        the row echoed with ``reward`` (a session opened from the
+                                       row when no cookie names one)
+``POST /nemo-gym/{env}/close_session`` the cookie's session closed
+``POST /nemo-gym/{env}/{tool_name}``   one of the session's tools
+
+The cookie carries the referee session id itself, so any api process can read it. Only the
+public methods of ``request.app.state.sessions`` are used. Not yet done: ``/aggregate_metrics``,
+``/reverify_mode``, the Gymnasium ``/reset``, ``/step``, ``/close``, and tests with NeMo Gym's own
+models.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter, HTTPException, Request, Response
+
+from referee.client.session_models import (
+    CreateSessionRequest,
+    SessionReward,
+    VerifyRequest,
+)
+
+__all__ = ["COOKIE", "router"]
+
+COOKIE = "referee_nemo_gym___{env}"
+router = APIRouter(prefix="/nemo-gym/{env}", tags=["nemo-gym"])
+
+_GYM_FIELDS = ("responses_create_params", "response", "reward", "reward_components")
+
+
+def _task(row: dict[str, Any]) -> dict[str, Any]:
+    """The referee task of a NeMo Gym row: the row less NeMo Gym's own rollout fields."""
+    return {k: v for k, v in row.items() if k not in _GYM_FIELDS}
+
+
+def _answer(response: Any) -> str | None:
+    """The last assistant text of a Responses API object (``output`` items)."""
+    if not isinstance(response, dict):
+        return None
+    text: str | None = None
+    for item in response.get("output") or []:
+        if isinstance(item, dict) and item.get("type") == "message":
+            for part in item.get("content") or []:
+                if isinstance(part, dict) and part.get("type") == "output_text":
+                    text = str(part.get("text", ""))
+    return text
+
+
+async def _body(request: Request) -> dict[str, Any]:
+    try:
+        body = await request.json()
+    except ValueError as e:
+        raise HTTPException(422, f"the body is not JSON: {e}") from e
+    if not isinstance(body, dict):
+        raise HTTPException(422, "the body must be a JSON object (the dataset row)")
+    return body
+
+
+@router.post("/seed_session")
+async def seed_session(env: str, request: Request, response: Response) -> dict[str, Any]:
+    row = await _body(request)
+    created = await request.app.state.sessions.create(
+        CreateSessionRequest(env=env, task=_task(row))
+    )
+    response.set_cookie(COOKIE.format(env=env), created.session_id, httponly=True)
+    return {}
+
+
+@router.post("/verify")
+async def verify(env: str, request: Request) -> dict[str, Any]:
+    row = await _body(request)
+    if "response" not in row:
+        raise HTTPException(422, "the row has no `response` (the model's Responses API output)")
+    sessions = request.app.state.sessions
+    sid = request.cookies.get(COOKIE.format(env=env))
+    opened = sid is None
+    if sid is None:
+        sid = (await sessions.create(CreateSessionRequest(env=env, task=_task(row)))).session_id
+    try:
+        result: SessionReward = await sessions.verify(
+            sid, VerifyRequest(response=_answer(row["response"]))
+        )
+    finally:
+        if opened:
+            await sessions.close_session(sid)
+    out = dict(row)
+    out["reward"] = float(result.score or 0.0)
+    out["reward_components"] = {"score": result.score, "turns": [t.reward for t in result.turns]}
+    if not result.valid:
+        out["mask_sample"] = True
+        out["failure_kind"] = "verifier_error"
+        out["failure_reason"] = str(result.details.get("error") or result.details)
+    return out
+
+
+@router.post("/close_session")
+async def close_session(env: str, request: Request, response: Response) -> dict[str, Any]:
+    sid = request.cookies.get(COOKIE.format(env=env))
+    if sid is not None:
+        await request.app.state.sessions.close_session(sid)
+        response.delete_cookie(COOKIE.format(env=env))
+    return {}
+
+
+@router.post("/{tool_name}")
+async def tool(env: str, tool_name: str, request: Request) -> dict[str, Any]:
+    sid = request.cookies.get(COOKIE.format(env=env))
+    if sid is None:
+        raise HTTPException(404, "no session: call /seed_session first and send its cookie")
+    arguments = await _body(request)
+    result = await request.app.state.sessions.tool(sid, tool_name, arguments, None)
+    return {"output": result.output, "reward": result.reward, "done": result.done}

@@ -1,0 +1,81 @@
+"""/nemo-gym/{env}/ routes on a real server (first cut: referee's own view of the bodies; NeMo
+Gym 0.7.0's models are not yet loaded to validate them)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import pytest
+
+from referee.services.launcher import Server
+from referee.services.routes.nemo_gym import COOKIE
+
+
+@pytest.fixture(scope="module")
+def url(tmp_path_factory: pytest.TempPathFactory, referee_server_factory: Any) -> Iterator[str]:
+    env = {"REFEREE_SESSIONS_MAX_LIVE": "3", "REFEREE_SANDBOX_SLOTS": "2"}
+    server: Server = referee_server_factory(tmp_path_factory.mktemp("nemo"), env, "nemo")
+    yield str(server.url)
+    server.stop()
+
+
+def _response(text: str) -> dict[str, Any]:
+    return {
+        "id": "resp-1",
+        "object": "response",
+        "output": [
+            {
+                "type": "message",
+                "role": "assistant",
+                "id": "msg-1",
+                "status": "completed",
+                "content": [{"type": "output_text", "text": text, "annotations": []}],
+            }
+        ],
+    }
+
+
+ROW = {
+    "responses_create_params": {"input": [{"role": "user", "content": "What is 2**100 mod 7?"}]},
+    "prompt": "What is 2**100 mod 7?",
+    "reference": "2",
+}
+
+
+def test_python_episode_keeps_state_and_verifies(url: str) -> None:
+    with httpx.Client(base_url=f"{url}/nemo-gym/python", timeout=120) as c:
+        r = c.post("/seed_session", json=ROW)
+        assert r.status_code == 200, r.text
+        assert r.json() == {}
+        assert c.cookies.get(COOKIE.format(env="python"), "").startswith("s-")
+        r = c.post("/python", json={"code": "x = 2**100 % 7"})
+        assert r.status_code == 200, r.text
+        r = c.post("/python", json={"code": "print(x)"})
+        assert r.status_code == 200, r.text
+        assert "2" in r.json()["output"]
+        r = c.post("/verify", json={**ROW, "response": _response("The answer is \\boxed{2}")})
+        assert r.status_code == 200, r.text
+        body = r.json()
+        assert body["reward"] == 1.0
+        assert body["responses_create_params"] == ROW["responses_create_params"]
+        assert body["response"]["id"] == "resp-1"
+        assert "mask_sample" not in body
+        assert c.post("/close_session", json={}).status_code == 200
+
+
+def test_verify_without_seed_opens_a_session_from_the_row(url: str) -> None:
+    r = httpx.post(
+        f"{url}/nemo-gym/python/verify",
+        json={**ROW, "response": _response("\\boxed{3}")},
+        timeout=120,
+    )
+    assert r.status_code == 200, r.text
+    assert r.json()["reward"] == 0.0
+
+
+def test_bad_row_is_a_clear_422(url: str) -> None:
+    r = httpx.post(f"{url}/nemo-gym/python/verify", json=[1, 2], timeout=60)
+    assert r.status_code == 422, r.text
+    assert "JSON object" in r.text
