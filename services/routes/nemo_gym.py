@@ -7,9 +7,8 @@
 ``POST /nemo-gym/{env}/{tool_name}``   one of the session's tools
 
 The cookie carries the referee session id itself, so any api process can read it. Only the
-public methods of ``request.app.state.sessions`` are used. Not yet done: ``/aggregate_metrics``,
-``/reverify_mode``, the Gymnasium ``/reset``, ``/step``, ``/close``, and tests with NeMo Gym's own
-models.
+public methods of ``request.app.state.sessions`` are used. Not yet done: the Gymnasium
+``/reset``, ``/step``, ``/close``, and tests with NeMo Gym's own models.
 """
 
 from __future__ import annotations
@@ -17,10 +16,12 @@ from __future__ import annotations
 from typing import Any
 
 from fastapi import APIRouter, HTTPException, Request, Response
+from fastapi.responses import PlainTextResponse
 
 from referee.client.session_models import (
     CreateSessionRequest,
     SessionReward,
+    ToolCallResponse,
     VerifyRequest,
 )
 
@@ -41,13 +42,14 @@ def _answer(response: Any) -> str | None:
     """The last assistant text of a Responses API object (``output`` items)."""
     if not isinstance(response, dict):
         return None
-    text: str | None = None
-    for item in response.get("output") or []:
-        if isinstance(item, dict) and item.get("type") == "message":
-            for part in item.get("content") or []:
-                if isinstance(part, dict) and part.get("type") == "output_text":
-                    text = str(part.get("text", ""))
-    return text
+    parts = [
+        str(part.get("text", ""))
+        for item in response.get("output") or []
+        if isinstance(item, dict) and item.get("type") == "message"
+        for part in item.get("content") or []
+        if isinstance(part, dict) and part.get("type") == "output_text"
+    ]
+    return "".join(parts) if parts else None
 
 
 async def _body(request: Request) -> dict[str, Any]:
@@ -89,7 +91,7 @@ async def verify(env: str, request: Request) -> dict[str, Any]:
             await sessions.close_session(sid)
     out = dict(row)
     out["reward"] = float(result.score or 0.0)
-    out["reward_components"] = {"score": result.score, "turns": [t.reward for t in result.turns]}
+    out["reward_components"] = {"score": float(result.score or 0.0), "turns": result.total}
     if not result.valid:
         out["mask_sample"] = True
         out["failure_kind"] = "verifier_error"
@@ -106,11 +108,32 @@ async def close_session(env: str, request: Request, response: Response) -> dict[
     return {}
 
 
-@router.post("/{tool_name}")
-async def tool(env: str, tool_name: str, request: Request) -> dict[str, Any]:
+@router.get("/reverify_mode")
+async def reverify_mode(env: str) -> str:
+    """A verify opens its own session from the row when no cookie names one: re-runnable."""
+    return "stateless"
+
+
+@router.post("/aggregate_metrics")
+async def aggregate_metrics(env: str, request: Request) -> dict[str, Any]:
+    body = await _body(request)
+    rows = body.get("verify_responses")
+    if not isinstance(rows, list) or not all(isinstance(r, dict) for r in rows):
+        raise HTTPException(422, "`verify_responses` must be a list of /verify responses")
+    rewards = [float(r.get("reward", 0.0)) for r in rows]
+    masked = sum(1 for r in rows if r.get("mask_sample"))
+    mean = sum(rewards) / len(rewards) if rewards else 0.0
+    metrics = {"mean/reward": mean, "count": float(len(rows)), "masked": float(masked)}
+    return {"group_level_metrics": [], "agent_metrics": metrics, "key_metrics": metrics}
+
+
+@router.post("/{tool_name}", response_class=PlainTextResponse)
+async def tool(env: str, tool_name: str, request: Request) -> str:
     sid = request.cookies.get(COOKIE.format(env=env))
     if sid is None:
         raise HTTPException(404, "no session: call /seed_session first and send its cookie")
     arguments = await _body(request)
-    result = await request.app.state.sessions.tool(sid, tool_name, arguments, None)
-    return {"output": result.output, "reward": result.reward, "done": result.done}
+    result: ToolCallResponse = await request.app.state.sessions.tool(
+        sid, tool_name, arguments, None
+    )
+    return result.output  # NeMo Gym hands a tool's body to the model verbatim
