@@ -30,7 +30,14 @@ __all__ = ["COOKIE", "router"]
 COOKIE = "referee_nemo_gym___{env}"
 router = APIRouter(prefix="/nemo-gym/{env}", tags=["nemo-gym"])
 
-_GYM_FIELDS = ("responses_create_params", "response", "reward", "reward_components")
+_GYM_FIELDS = ("responses_create_params", "response", "reward", "reward_components", "seed")
+
+
+def _open(env: str, row: dict[str, Any]) -> CreateSessionRequest:
+    seed = row.get("seed")
+    if seed is not None and (not isinstance(seed, int) or isinstance(seed, bool)):
+        raise HTTPException(422, f"the row's `seed` must be an integer, not {seed!r:.80}")
+    return CreateSessionRequest(env=env, task=_task(row), seed=seed)
 
 
 def _task(row: dict[str, Any]) -> dict[str, Any]:
@@ -65,9 +72,7 @@ async def _body(request: Request) -> dict[str, Any]:
 @router.post("/seed_session")
 async def seed_session(env: str, request: Request, response: Response) -> dict[str, Any]:
     row = await _body(request)
-    created = await request.app.state.sessions.create(
-        CreateSessionRequest(env=env, task=_task(row))
-    )
+    created = await request.app.state.sessions.create(_open(env, row))
     response.set_cookie(COOKIE.format(env=env), created.session_id, httponly=True)
     return {}
 
@@ -81,7 +86,7 @@ async def verify(env: str, request: Request) -> dict[str, Any]:
     sid = request.cookies.get(COOKIE.format(env=env))
     opened = sid is None
     if sid is None:
-        sid = (await sessions.create(CreateSessionRequest(env=env, task=_task(row)))).session_id
+        sid = (await sessions.create(_open(env, row))).session_id
     try:
         result: SessionReward = await sessions.verify(
             sid, VerifyRequest(response=_answer(row["response"]))

@@ -91,3 +91,46 @@ def test_reverify_mode_and_aggregate_metrics(url: str) -> None:
     assert r.status_code == 200, r.text
     assert r.json()["agent_metrics"]["mean/reward"] == 0.5
     assert r.json()["agent_metrics"]["masked"] == 1.0
+
+
+def test_procedural_episode_seeded_from_the_row(url: str) -> None:
+    r = httpx.post(
+        f"{url}/v1/environments/basic_arithmetic/problems", json={"n": 1, "seed": 11}, timeout=120
+    )
+    assert r.status_code == 200, r.text
+    [problem] = r.json()["problems"]
+    row = {"responses_create_params": {"input": []}, "task": "basic_arithmetic", "seed": 11}
+    with httpx.Client(base_url=f"{url}/nemo-gym/procedural", timeout=120) as c:
+        assert c.post("/seed_session", json=row).status_code == 200
+        right = _response(f"<answer>{problem['answer']}</answer>")
+        r = c.post("/verify", json={**row, "response": right})
+        assert r.status_code == 200, r.text
+        assert r.json()["reward"] == 1.0 and r.json()["seed"] == 11
+        assert c.post("/close_session", json={}).status_code == 200
+
+
+CODE_ROW = {
+    "responses_create_params": {"input": [{"role": "user", "content": "Sum two integers."}]},
+    "prompt": "Read two integers and print their sum.",
+    "tests": [{"stdin": "1 2\n", "stdout": "3\n"}],
+    "hidden_tests": [{"stdin": "40 2\n", "stdout": "42\n"}],
+}
+
+
+def test_code_episode_runs_tests_then_verifies(url: str) -> None:
+    with httpx.Client(base_url=f"{url}/nemo-gym/code", timeout=120) as c:
+        assert c.post("/seed_session", json=CODE_ROW).status_code == 200
+        wrong = "a, b = map(int, input().split())\nprint(a - b)\n"
+        r = c.post("/run_tests", json={"code": wrong})
+        assert r.status_code == 200 and r.text.startswith("passed 0 of 1 tests"), r.text
+        right = "```python\na, b = map(int, input().split())\nprint(a + b)\n```"
+        r = c.post("/verify", json={**CODE_ROW, "response": _response(right)})
+        assert r.status_code == 200, r.text
+        assert r.json()["reward"] == 1.0
+        assert c.post("/close_session", json={}).status_code == 200
+
+
+def test_bad_seed_is_a_clear_422(url: str) -> None:
+    r = httpx.post(f"{url}/nemo-gym/procedural/seed_session", json={"seed": "x"}, timeout=60)
+    assert r.status_code == 422, r.text
+    assert "seed" in r.text
