@@ -18,6 +18,7 @@ from typing import Any
 from fastapi import APIRouter, HTTPException, Request, Response
 from fastapi.responses import PlainTextResponse
 
+from referee.client.errors import NotFound
 from referee.client.session_models import (
     CreateSessionRequest,
     SessionReward,
@@ -41,8 +42,12 @@ def _open(env: str, row: dict[str, Any]) -> CreateSessionRequest:
 
 
 def _task(row: dict[str, Any]) -> dict[str, Any]:
-    """The referee task of a NeMo Gym row: the row less NeMo Gym's own rollout fields."""
-    return {k: v for k, v in row.items() if k not in _GYM_FIELDS}
+    """The referee task of a NeMo Gym row: the row less NeMo Gym's own rollout fields; NeMo
+    Gym's ``expected_answer`` is the ``reference`` when the row has none."""
+    task = {k: v for k, v in row.items() if k not in _GYM_FIELDS}
+    if "reference" not in task and "expected_answer" in task:
+        task["reference"] = task.pop("expected_answer")
+    return task
 
 
 def _answer(response: Any) -> str | None:
@@ -87,14 +92,21 @@ async def verify(env: str, request: Request) -> dict[str, Any]:
     opened = sid is None
     if sid is None:
         sid = (await sessions.create(_open(env, row))).session_id
+    out = dict(row)
     try:
         result: SessionReward = await sessions.verify(
             sid, VerifyRequest(response=_answer(row["response"]))
         )
+    except NotFound as e:
+        if opened:
+            raise
+        # the seeded session is gone (reaped, its holder lost): referee failed, not the model
+        out.update(reward=0.0, reward_components={"score": 0.0}, mask_sample=True)
+        out.update(failure_kind="verifier_error", failure_reason=f"session lost: {e}")
+        return out
     finally:
         if opened:
             await sessions.close_session(sid)
-    out = dict(row)
     out["reward"] = float(result.score or 0.0)
     out["reward_components"] = {"score": float(result.score or 0.0), "turns": result.total}
     if not result.valid:

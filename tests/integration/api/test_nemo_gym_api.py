@@ -134,3 +134,27 @@ def test_bad_seed_is_a_clear_422(url: str) -> None:
     r = httpx.post(f"{url}/nemo-gym/procedural/seed_session", json={"seed": "x"}, timeout=60)
     assert r.status_code == 422, r.text
     assert "seed" in r.text
+
+
+def test_expected_answer_is_the_reference(url: str) -> None:
+    row = {"responses_create_params": {"input": []}, "prompt": "2+2?", "expected_answer": "4"}
+    r = httpx.post(
+        f"{url}/nemo-gym/python/verify",
+        json={**row, "response": _response("\\boxed{4}")},
+        timeout=120,
+    )
+    assert r.status_code == 200, r.text
+    assert r.json()["reward"] == 1.0 and r.json()["expected_answer"] == "4"
+
+
+def test_a_lost_session_is_masked_saying_why(url: str) -> None:
+    with httpx.Client(base_url=f"{url}/nemo-gym/python", timeout=120) as c:
+        assert c.post("/seed_session", json=ROW).status_code == 200
+        sid = c.cookies.get(COOKIE.format(env="python"))
+        assert httpx.delete(f"{url}/v1/sessions/{sid}", timeout=60).status_code == 200
+        r = c.post("/verify", json={**ROW, "response": _response("\\boxed{2}")})
+        assert r.status_code == 200, r.text
+        body = r.json()
+        assert body["mask_sample"] is True and body["failure_kind"] == "verifier_error"
+        assert "session lost" in body["failure_reason"] and sid in body["failure_reason"]
+        assert body["reward"] == 0.0
