@@ -7,8 +7,8 @@
 ``POST /nemo-gym/{env}/{tool_name}``   one of the session's tools
 
 The cookie carries the referee session id itself, so any api process can read it. Only the
-public methods of ``request.app.state.sessions`` are used. Not yet done: the Gymnasium
-``/reset``, ``/step``, ``/close``, and tests with NeMo Gym's own models.
+public methods of ``request.app.state.sessions`` are used. ``/reset``, ``/step``,
+``/close`` are the Gymnasium variant. Not yet done: tests with NeMo Gym's own models.
 """
 
 from __future__ import annotations
@@ -22,6 +22,11 @@ from referee.client.errors import NotFound
 from referee.client.session_models import (
     CreateSessionRequest,
     SessionReward,
+    StepMessage,
+    StepRequest,
+    StepResponse,
+    ToolCall,
+    ToolCallFunction,
     ToolCallResponse,
     VerifyRequest,
 )
@@ -142,6 +147,61 @@ async def aggregate_metrics(env: str, request: Request) -> dict[str, Any]:
     mean = sum(rewards) / len(rewards) if rewards else 0.0
     metrics = {"mean/reward": mean, "count": float(len(rows)), "masked": float(masked)}
     return {"group_level_metrics": [], "agent_metrics": metrics, "key_metrics": metrics}
+
+
+@router.post("/reset")
+async def reset(env: str, request: Request, response: Response) -> dict[str, Any]:
+    """Gymnasium: open the episode. The observation is sent only when the row's own input is
+    empty (a generated task's prompt); otherwise the model already has the prompt."""
+    row = await _body(request)
+    created = await request.app.state.sessions.create(_open(env, row))
+    response.set_cookie(COOKIE.format(env=env), created.session_id, httponly=True)
+    params = row.get("responses_create_params")
+    has_input = isinstance(params, dict) and bool(params.get("input"))
+    observation = created.observation if isinstance(created.observation, str) else None
+    info = {"supports_explicit_close": True, "supports_step_idempotency": True}
+    return {"observation": None if has_input else observation, "info": info}
+
+
+def _message(response: Any) -> StepMessage:
+    """This turn's Responses object as an assistant message: its text and function calls."""
+    if not isinstance(response, dict) or not isinstance(response.get("output"), list):
+        raise HTTPException(422, "`response` must be a Responses API object with an `output` list")
+    calls = [
+        ToolCall(
+            id=item.get("call_id"),
+            function=ToolCallFunction(
+                name=str(item.get("name", "")), arguments=item.get("arguments") or "{}"
+            ),
+        )
+        for item in response["output"]
+        if isinstance(item, dict) and item.get("type") == "function_call"
+    ]
+    return StepMessage(content=_answer(response), tool_calls=calls)
+
+
+@router.post("/step")
+async def step(env: str, request: Request) -> dict[str, Any]:
+    row = await _body(request)
+    sid = request.cookies.get(COOKIE.format(env=env))
+    if sid is None:
+        raise HTTPException(404, "no session: call /reset first and send its cookie")
+    rid = row.get("_ng_step_request_id")
+    body = StepRequest(response=_message(row.get("response")), request_id=str(rid) if rid else None)
+    result: StepResponse = await request.app.state.sessions.step(sid, body)
+    outputs = [{"call_id": t.call_id, "output": t.output} for t in result.tool_outputs]
+    return {
+        "observation": result.observation,
+        "reward": result.reward,
+        "terminated": result.terminated,
+        "truncated": result.truncated,
+        "info": {**result.info, "tool_outputs": outputs},
+    }
+
+
+@router.post("/close")
+async def close(env: str, request: Request, response: Response) -> dict[str, Any]:
+    return await close_session(env, request, response)
 
 
 @router.post("/{tool_name}", response_class=PlainTextResponse)

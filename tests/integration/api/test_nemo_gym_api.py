@@ -158,3 +158,25 @@ def test_a_lost_session_is_masked_saying_why(url: str) -> None:
         assert body["mask_sample"] is True and body["failure_kind"] == "verifier_error"
         assert "session lost" in body["failure_reason"] and sid in body["failure_reason"]
         assert body["reward"] == 0.0
+
+
+def test_gymnasium_reset_step_close_runs_tool_calls_keeping_state(url: str) -> None:
+    call = {
+        "type": "function_call",
+        "call_id": "c1",
+        "name": "python",
+        "arguments": '{"code": "y = pow(2, 100, 7)\\nprint(y)"}',
+    }
+    with httpx.Client(base_url=f"{url}/nemo-gym/python", timeout=120) as c:
+        r = c.post("/reset", json=ROW)
+        assert r.status_code == 200, r.text
+        assert r.json()["observation"] is None and r.json()["info"]["supports_explicit_close"]
+        turn = {**ROW, "response": {"output": [call]}, "_ng_step_request_id": "t-1"}
+        r = c.post("/step", json=turn)
+        assert r.status_code == 200, r.text
+        assert r.json()["info"]["tool_outputs"] == [{"call_id": "c1", "output": "2\n"}]
+        assert r.json()["terminated"] is False
+        r = c.post("/step", json={**ROW, "response": _response("\\boxed{2}")})
+        assert r.status_code == 200, r.text
+        assert r.json()["reward"] == 1.0 and r.json()["terminated"] is True
+        assert c.post("/close", json={}).status_code == 200
