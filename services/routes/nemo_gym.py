@@ -107,7 +107,7 @@ async def verify(env: str, request: Request) -> dict[str, Any]:
             raise
         # the seeded session is gone (reaped, its holder lost): referee failed, not the model
         out.update(reward=0.0, reward_components={"score": 0.0}, mask_sample=True)
-        out.update(failure_kind="verifier_error", failure_reason=f"session lost: {e}")
+        out.update(failure_kind="session_lost", failure_reason=f"session lost: {e}")
         return out
     finally:
         if opened:
@@ -116,7 +116,8 @@ async def verify(env: str, request: Request) -> dict[str, Any]:
     out["reward_components"] = {"score": float(result.score or 0.0), "turns": result.total}
     if not result.valid:
         out["mask_sample"] = True
-        out["failure_kind"] = "verifier_error"
+        outcome = result.details.get("outcome")
+        out["failure_kind"] = "session_lost" if outcome == "session_lost" else "verifier_error"
         out["failure_reason"] = str(result.details.get("error") or result.details)
     return out
 

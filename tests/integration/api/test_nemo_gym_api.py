@@ -155,7 +155,7 @@ def test_a_lost_session_is_masked_saying_why(url: str) -> None:
         r = c.post("/verify", json={**ROW, "response": _response("\\boxed{2}")})
         assert r.status_code == 200, r.text
         body = r.json()
-        assert body["mask_sample"] is True and body["failure_kind"] == "verifier_error"
+        assert body["mask_sample"] is True and body["failure_kind"] == "session_lost"
         assert "session lost" in body["failure_reason"] and sid in body["failure_reason"]
         assert body["reward"] == 0.0
 
