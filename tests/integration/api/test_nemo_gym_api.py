@@ -1,0 +1,182 @@
+"""/nemo-gym/{env}/ routes on a real server (first cut: referee's own view of the bodies; NeMo
+Gym 0.7.0's models are not yet loaded to validate them)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import pytest
+
+from referee.services.launcher import Server
+from referee.services.routes.nemo_gym import COOKIE
+
+
+@pytest.fixture(scope="module")
+def url(tmp_path_factory: pytest.TempPathFactory, referee_server_factory: Any) -> Iterator[str]:
+    env = {"REFEREE_SESSIONS_MAX_LIVE": "3", "REFEREE_SANDBOX_SLOTS": "2"}
+    server: Server = referee_server_factory(tmp_path_factory.mktemp("nemo"), env, "nemo")
+    yield str(server.url)
+    server.stop()
+
+
+def _response(text: str) -> dict[str, Any]:
+    return {
+        "id": "resp-1",
+        "object": "response",
+        "output": [
+            {
+                "type": "message",
+                "role": "assistant",
+                "id": "msg-1",
+                "status": "completed",
+                "content": [{"type": "output_text", "text": text, "annotations": []}],
+            }
+        ],
+    }
+
+
+ROW = {
+    "responses_create_params": {"input": [{"role": "user", "content": "What is 2**100 mod 7?"}]},
+    "prompt": "What is 2**100 mod 7?",
+    "reference": "2",
+}
+
+
+def test_python_episode_keeps_state_and_verifies(url: str) -> None:
+    with httpx.Client(base_url=f"{url}/nemo-gym/python", timeout=120) as c:
+        r = c.post("/seed_session", json=ROW)
+        assert r.status_code == 200, r.text
+        assert r.json() == {}
+        assert (c.cookies.get(COOKIE.format(env="python")) or "").startswith("s-")
+        r = c.post("/python", json={"code": "x = 2**100 % 7"})
+        assert r.status_code == 200, r.text
+        r = c.post("/python", json={"code": "print(x)"})
+        assert r.status_code == 200, r.text
+        assert r.text.strip() == "2"
+        r = c.post("/verify", json={**ROW, "response": _response("The answer is \\boxed{2}")})
+        assert r.status_code == 200, r.text
+        body = r.json()
+        assert body["reward"] == 1.0
+        assert body["responses_create_params"] == ROW["responses_create_params"]
+        assert body["response"]["id"] == "resp-1"
+        assert "mask_sample" not in body
+        assert c.post("/close_session", json={}).status_code == 200
+
+
+def test_verify_without_seed_opens_a_session_from_the_row(url: str) -> None:
+    r = httpx.post(
+        f"{url}/nemo-gym/python/verify",
+        json={**ROW, "response": _response("\\boxed{3}")},
+        timeout=120,
+    )
+    assert r.status_code == 200, r.text
+    assert r.json()["reward"] == 0.0
+
+
+def test_bad_row_is_a_clear_422(url: str) -> None:
+    r = httpx.post(f"{url}/nemo-gym/python/verify", json=[1, 2], timeout=60)
+    assert r.status_code == 422, r.text
+    assert "JSON object" in r.text
+
+
+def test_reverify_mode_and_aggregate_metrics(url: str) -> None:
+    r = httpx.get(f"{url}/nemo-gym/python/reverify_mode", timeout=60)
+    assert r.status_code == 200 and r.json() == "stateless", r.text
+    rows = [{"reward": 1.0}, {"reward": 0.0, "mask_sample": True}]
+    r = httpx.post(
+        f"{url}/nemo-gym/python/aggregate_metrics", json={"verify_responses": rows}, timeout=60
+    )
+    assert r.status_code == 200, r.text
+    assert r.json()["agent_metrics"]["mean/reward"] == 0.5
+    assert r.json()["agent_metrics"]["masked"] == 1.0
+
+
+def test_procedural_episode_seeded_from_the_row(url: str) -> None:
+    r = httpx.post(
+        f"{url}/v1/environments/basic_arithmetic/problems", json={"n": 1, "seed": 11}, timeout=120
+    )
+    assert r.status_code == 200, r.text
+    [problem] = r.json()["problems"]
+    row = {"responses_create_params": {"input": []}, "task": "basic_arithmetic", "seed": 11}
+    with httpx.Client(base_url=f"{url}/nemo-gym/procedural", timeout=120) as c:
+        assert c.post("/seed_session", json=row).status_code == 200
+        right = _response(f"<answer>{problem['answer']}</answer>")
+        r = c.post("/verify", json={**row, "response": right})
+        assert r.status_code == 200, r.text
+        assert r.json()["reward"] == 1.0 and r.json()["seed"] == 11
+        assert c.post("/close_session", json={}).status_code == 200
+
+
+CODE_ROW = {
+    "responses_create_params": {"input": [{"role": "user", "content": "Sum two integers."}]},
+    "prompt": "Read two integers and print their sum.",
+    "tests": [{"stdin": "1 2\n", "stdout": "3\n"}],
+    "hidden_tests": [{"stdin": "40 2\n", "stdout": "42\n"}],
+}
+
+
+def test_code_episode_runs_tests_then_verifies(url: str) -> None:
+    with httpx.Client(base_url=f"{url}/nemo-gym/code", timeout=120) as c:
+        assert c.post("/seed_session", json=CODE_ROW).status_code == 200
+        wrong = "a, b = map(int, input().split())\nprint(a - b)\n"
+        r = c.post("/run_tests", json={"code": wrong})
+        assert r.status_code == 200 and r.text.startswith("passed 0 of 1 tests"), r.text
+        right = "```python\na, b = map(int, input().split())\nprint(a + b)\n```"
+        r = c.post("/verify", json={**CODE_ROW, "response": _response(right)})
+        assert r.status_code == 200, r.text
+        assert r.json()["reward"] == 1.0
+        assert c.post("/close_session", json={}).status_code == 200
+
+
+def test_bad_seed_is_a_clear_422(url: str) -> None:
+    r = httpx.post(f"{url}/nemo-gym/procedural/seed_session", json={"seed": "x"}, timeout=60)
+    assert r.status_code == 422, r.text
+    assert "seed" in r.text
+
+
+def test_expected_answer_is_the_reference(url: str) -> None:
+    row = {"responses_create_params": {"input": []}, "prompt": "2+2?", "expected_answer": "4"}
+    r = httpx.post(
+        f"{url}/nemo-gym/python/verify",
+        json={**row, "response": _response("\\boxed{4}")},
+        timeout=120,
+    )
+    assert r.status_code == 200, r.text
+    assert r.json()["reward"] == 1.0 and r.json()["expected_answer"] == "4"
+
+
+def test_a_lost_session_is_masked_saying_why(url: str) -> None:
+    with httpx.Client(base_url=f"{url}/nemo-gym/python", timeout=120) as c:
+        assert c.post("/seed_session", json=ROW).status_code == 200
+        sid = c.cookies.get(COOKIE.format(env="python"))
+        assert httpx.delete(f"{url}/v1/sessions/{sid}", timeout=60).status_code == 200
+        r = c.post("/verify", json={**ROW, "response": _response("\\boxed{2}")})
+        assert r.status_code == 200, r.text
+        body = r.json()
+        assert body["mask_sample"] is True and body["failure_kind"] == "session_lost"
+        assert "session lost" in body["failure_reason"] and sid in body["failure_reason"]
+        assert body["reward"] == 0.0
+
+
+def test_gymnasium_reset_step_close_runs_tool_calls_keeping_state(url: str) -> None:
+    call = {
+        "type": "function_call",
+        "call_id": "c1",
+        "name": "python",
+        "arguments": '{"code": "y = pow(2, 100, 7)\\nprint(y)"}',
+    }
+    with httpx.Client(base_url=f"{url}/nemo-gym/python", timeout=120) as c:
+        r = c.post("/reset", json=ROW)
+        assert r.status_code == 200, r.text
+        assert r.json()["observation"] is None and r.json()["info"]["supports_explicit_close"]
+        turn = {**ROW, "response": {"output": [call]}, "_ng_step_request_id": "t-1"}
+        r = c.post("/step", json=turn)
+        assert r.status_code == 200, r.text
+        assert r.json()["info"]["tool_outputs"] == [{"call_id": "c1", "output": "2\n"}]
+        assert r.json()["terminated"] is False
+        r = c.post("/step", json={**ROW, "response": _response("\\boxed{2}")})
+        assert r.status_code == 200, r.text
+        assert r.json()["reward"] == 1.0 and r.json()["terminated"] is True
+        assert c.post("/close", json={}).status_code == 200
