@@ -19,6 +19,7 @@ from fastapi import APIRouter, HTTPException, Request, Response
 from fastapi.responses import PlainTextResponse
 
 from referee.client.errors import NotFound
+from referee.client.models import Problem
 from referee.client.session_models import (
     CreateSessionRequest,
     SessionReward,
@@ -34,7 +35,14 @@ from referee.client.session_models import (
 __all__ = ["COOKIE", "router"]
 
 COOKIE = "referee_nemo_gym___{env}"
-router = APIRouter(prefix="/nemo-gym/{env}", tags=["nemo-gym"])
+_PROBLEMS: dict[int | str, dict[str, Any]] = {
+    401: {"model": Problem, "description": "Missing or unknown API key"},
+    404: {"model": Problem, "description": "Unknown environment, or no (or a closed) session"},
+    409: {"model": Problem, "description": "The episode is over"},
+    422: {"model": Problem, "description": "A row the environment cannot use"},
+    503: {"model": Problem, "description": "Too many live sessions (Retry-After), or no sandbox"},
+}
+router = APIRouter(prefix="/nemo-gym/{env}", tags=["nemo-gym"], responses=_PROBLEMS)
 
 _GYM_FIELDS = ("responses_create_params", "response", "reward", "reward_components", "seed")
 
