@@ -60,6 +60,17 @@ def _task(row: dict[str, Any]) -> dict[str, Any]:
     task = {k: v for k, v in row.items() if k not in _GYM_FIELDS}
     if "reference" not in task and "expected_answer" in task:
         task["reference"] = task.pop("expected_answer")
+    if "prompt" not in task:  # NeMo Gym rows carry the prompt as the Responses API's input
+        params = row.get("responses_create_params")
+        given = params.get("input") if isinstance(params, dict) else None
+        if isinstance(given, str) and given:
+            task["prompt"] = given
+        elif isinstance(given, list) and given:
+            task["prompt"] = [
+                m for m in given if isinstance(m, dict) and isinstance(m.get("content"), str)
+            ] or None
+            if task["prompt"] is None:
+                del task["prompt"]
     return task
 
 

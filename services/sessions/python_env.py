@@ -15,8 +15,10 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+from pydantic import ValidationError
+
 from referee.client.errors import InvalidRequest, ServiceUnavailable
-from referee.client.models import RewardResult
+from referee.client.models import RewardItem, RewardResult
 from referee.sandbox import BwrapBackend
 from referee.sandbox.errors import SandboxError
 from referee.sandbox.interpreter import (
@@ -59,8 +61,9 @@ def limits(settings: Settings) -> InterpreterLimits:
 
 
 TASK_FIELDS = {
-    "prompt": "The math problem (text or chat messages).",
+    "prompt": "The problem (text or chat messages).",
     "reference": "The reference answer the math grader compares the final answer with.",
+    "grader": "Instead of reference: any /v1/rewards grader, which scores the final answer.",
 }
 
 
@@ -85,10 +88,23 @@ class PythonEpisode(Episode):
         prompt, reference = task.get("prompt"), task.get("reference")
         if not isinstance(prompt, str | list) or not prompt:
             raise InvalidRequest("task.prompt: the python environment needs the problem's text")
-        if not isinstance(reference, str | int | float) or str(reference).strip() == "":
-            raise InvalidRequest("task.reference: the python environment needs the answer")
         self.prompt: str | list[dict[str, Any]] = prompt
-        self.grader = {"type": "math", "reference": str(reference)}
+        if task.get("grader") is not None:  # any grader of /v1/rewards scores the final answer
+            try:
+                checked = RewardItem.model_validate(
+                    {"id": "task", "response": "", "grader": task["grader"]}
+                )
+            except ValidationError as exc:
+                first = exc.errors()[0]
+                where = ".".join(str(p) for p in first["loc"])
+                raise InvalidRequest(f"task.{where}: {first['msg']}") from exc
+            self.grader: dict[str, Any] = checked.model_dump(mode="json")["grader"]
+        elif isinstance(reference, str | int | float) and str(reference).strip():
+            self.grader = {"type": "math", "reference": str(reference)}
+        else:
+            raise InvalidRequest(
+                "task.reference: the python environment needs the answer (or a `grader`)"
+            )
         self.last_answer: str | None = None
         self.interpreter: PersistentInterpreter | None = None
         self.fault: str | None = None  # a failure of the sandbox that cut the rollout

@@ -75,6 +75,24 @@ def test_verify_without_seed_opens_a_session_from_the_row(url: str) -> None:
     assert r.json()["reward"] == 0.0
 
 
+def test_the_row_s_own_grader_and_responses_input_are_used(url: str) -> None:
+    """A NeMo Gym row with no ``prompt`` (its prompt is the Responses API input) and a referee
+    grader of its own instead of a math reference; a bad grader is a 422 naming it."""
+    row = {
+        "responses_create_params": {"input": [{"role": "user", "content": "Name a color."}]},
+        "grader": {"type": "string_check", "reference": "blue", "operation": "ilike"},
+    }
+    with httpx.Client(base_url=f"{url}/nemo-gym/python", timeout=120) as c:
+        right = c.post("/verify", json={**row, "response": _response("I pick BLUE.")})
+        assert right.status_code == 200 and right.json()["reward"] == 1.0, right.text
+        wrong = c.post("/verify", json={**row, "response": _response("red")})
+        assert wrong.status_code == 200 and wrong.json()["reward"] == 0.0, wrong.text
+        bad = c.post(
+            "/verify", json={**row, "grader": {"type": "nope"}, "response": _response("x")}
+        )
+        assert bad.status_code == 422 and "task.grader" in bad.json()["detail"], bad.text
+
+
 def test_bad_row_is_a_clear_422(url: str) -> None:
     r = httpx.post(f"{url}/nemo-gym/python/verify", json=[1, 2], timeout=60)
     assert r.status_code == 422, r.text
