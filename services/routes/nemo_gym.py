@@ -15,10 +15,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from fastapi import APIRouter, HTTPException, Request, Response
+from fastapi import APIRouter, Request, Response
 from fastapi.responses import PlainTextResponse
+from starlette.convertors import Convertor, register_url_convertor
 
-from referee.client.errors import NotFound
+from referee.client.errors import InvalidRequest, NotFound
 from referee.client.models import Problem
 from referee.client.session_models import (
     CreateSessionRequest,
@@ -50,7 +51,7 @@ _GYM_FIELDS = ("responses_create_params", "response", "reward", "reward_componen
 def _open(env: str, row: dict[str, Any]) -> CreateSessionRequest:
     seed = row.get("seed")
     if seed is not None and (not isinstance(seed, int) or isinstance(seed, bool)):
-        raise HTTPException(422, f"the row's `seed` must be an integer, not {seed!r:.80}")
+        raise InvalidRequest(f"the row's `seed` must be an integer, not {seed!r:.80}")
     return CreateSessionRequest(env=env, task=_task(row), seed=seed)
 
 
@@ -92,9 +93,9 @@ async def _body(request: Request) -> dict[str, Any]:
     try:
         body = await request.json()
     except ValueError as e:
-        raise HTTPException(422, f"the body is not JSON: {e}") from e
+        raise InvalidRequest(f"the body is not JSON: {e}") from e
     if not isinstance(body, dict):
-        raise HTTPException(422, "the body must be a JSON object (the dataset row)")
+        raise InvalidRequest("the body must be a JSON object (the dataset row)")
     return body
 
 
@@ -110,7 +111,7 @@ async def seed_session(env: str, request: Request, response: Response) -> dict[s
 async def verify(env: str, request: Request) -> dict[str, Any]:
     row = await _body(request)
     if "response" not in row:
-        raise HTTPException(422, "the row has no `response` (the model's Responses API output)")
+        raise InvalidRequest("the row has no `response` (the model's Responses API output)")
     sessions = request.app.state.sessions
     sid = request.cookies.get(COOKIE.format(env=env))
     opened = sid is None
@@ -161,7 +162,7 @@ async def aggregate_metrics(env: str, request: Request) -> dict[str, Any]:
     body = await _body(request)
     rows = body.get("verify_responses")
     if not isinstance(rows, list) or not all(isinstance(r, dict) for r in rows):
-        raise HTTPException(422, "`verify_responses` must be a list of /verify responses")
+        raise InvalidRequest("`verify_responses` must be a list of /verify responses")
     rewards = [float(r.get("reward", 0.0)) for r in rows]
     masked = sum(1 for r in rows if r.get("mask_sample"))
     mean = sum(rewards) / len(rewards) if rewards else 0.0
@@ -186,7 +187,7 @@ async def reset(env: str, request: Request, response: Response) -> dict[str, Any
 def _message(response: Any) -> StepMessage:
     """This turn's Responses object as an assistant message: its text and function calls."""
     if not isinstance(response, dict) or not isinstance(response.get("output"), list):
-        raise HTTPException(422, "`response` must be a Responses API object with an `output` list")
+        raise InvalidRequest("`response` must be a Responses API object with an `output` list")
     calls = [
         ToolCall(
             id=item.get("call_id"),
@@ -205,7 +206,7 @@ async def step(env: str, request: Request) -> dict[str, Any]:
     row = await _body(request)
     sid = request.cookies.get(COOKIE.format(env=env))
     if sid is None:
-        raise HTTPException(404, "no session: call /reset first and send its cookie")
+        raise NotFound("no session: call /reset first and send its cookie")
     rid = row.get("_ng_step_request_id")
     body = StepRequest(response=_message(row.get("response")), request_id=str(rid) if rid else None)
     result: StepResponse = await request.app.state.sessions.step(sid, body)
@@ -224,11 +225,27 @@ async def close(env: str, request: Request, response: Response) -> dict[str, Any
     return await close_session(env, request, response)
 
 
-@router.post("/{tool_name}", response_class=PlainTextResponse)
+class _ToolName(Convertor[str]):
+    """A tool's name, never ``reverify_mode`` (a GET of its own): so that route's ``Allow``
+    is GET alone, not GET and this route's POST."""
+
+    regex = "(?!reverify_mode$)[^/]+"
+
+    def convert(self, value: str) -> str:
+        return value
+
+    def to_string(self, value: str) -> str:
+        return value
+
+
+register_url_convertor("nemo_gym_tool", _ToolName())
+
+
+@router.post("/{tool_name:nemo_gym_tool}", response_class=PlainTextResponse)
 async def tool(env: str, tool_name: str, request: Request) -> str:
     sid = request.cookies.get(COOKIE.format(env=env))
     if sid is None:
-        raise HTTPException(404, "no session: call /seed_session first and send its cookie")
+        raise NotFound("no session: call /seed_session first and send its cookie")
     arguments = await _body(request)
     result: ToolCallResponse = await request.app.state.sessions.tool(
         sid, tool_name, arguments, None
