@@ -38,7 +38,8 @@ import httpx
 import uvicorn
 from pydantic import BaseModel
 
-from referee.client.errors import APIError, NotFound, ServiceUnavailable, error_for_problem
+from referee.client.errors import APIError, NotFound, ServiceUnavailable
+from referee.client.sdk import RefereeClient
 from referee.client.session_models import (
     CreateSessionRequest,
     CreateSessionResponse,
@@ -350,17 +351,8 @@ class SessionRouter:
             response = await self._client(where).request(method, path, json=payload)
         except httpx.TransportError as exc:
             raise _Lost(f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__) from exc
-        if response.status_code >= 400:
-            try:
-                problem: Any = response.json()
-            except ValueError:
-                problem = response.text
-            error = error_for_problem(response.status_code, problem)
-            after = response.headers.get("retry-after", "")
-            if after.replace(".", "", 1).isdigit():  # the owner's back-off, passed on
-                error.retry_after_s = float(after)
-            raise error
-        return model.model_validate(response.json())
+        # the SDK's reading of an answer: the same error, its Retry-After passed on
+        return RefereeClient._parse(response, model)
 
 
 class _Node(BaseModel):
