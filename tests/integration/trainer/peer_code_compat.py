@@ -36,6 +36,9 @@ VERL_VERSION = "0.9.1"
 # veRL 0.9.1's requirements for its reward path (its METADATA), pinned inside its ranges.
 VERL_REQUIREMENTS = [
     "transformers==5.10.4",
+    # transformers 5.10.4 reads `kernels` when it is importable; the dev environment's (newer,
+    # pulled by its own transformers) changed LayerRepository's arguments, so veRL's venv has its own
+    "kernels>=0.12.0,<0.13",
     "tensordict==0.10.0",
     "hydra-core==1.3.2",
     "omegaconf==2.3.0",
@@ -141,7 +144,8 @@ def stub_modules(**attributes: dict[str, object]) -> Iterator[None]:
 def verl_python() -> Path:
     """The interpreter of the cached veRL 0.9.1 environment (built on first use, minutes)."""
     dev = sysconfig.get_paths()["purelib"]
-    tag = hashlib.sha1(dev.encode()).hexdigest()[:8]  # its .pth names this dev environment
+    # its .pth names this dev environment; a change of the requirements builds a new venv
+    tag = hashlib.sha1("\n".join([dev, *VERL_REQUIREMENTS]).encode()).hexdigest()[:8]
     venv = cache_dir() / f"verl-{VERL_VERSION}-venv-{tag}"
     python = venv / "bin" / "python"
     done = venv / ".ready"
