@@ -34,13 +34,21 @@ def _sha256(path: Path) -> str:
 
 
 def pinned_file(
-    project: str, version: str, filename: str, sha256: str, *, sdist: bool = False
+    project: str,
+    version: str,
+    filename: str,
+    sha256: str,
+    *,
+    sdist: bool = False,
+    python_version: str | None = None,
 ) -> Path:
     """``filename`` of ``project==version`` in the cache, downloaded when missing or altered."""
     target = cache_dir() / filename
     if target.exists() and _sha256(target) == sha256:
         return target
     kind = ["--no-binary", ":all:"] if sdist else ["--only-binary", ":all:"]
+    if python_version:  # a wheel whose Requires-Python this interpreter does not meet
+        kind += ["--python-version", python_version]
     with tempfile.TemporaryDirectory(dir=target.parent) as tmp:
         cmd = [sys.executable, "-m", "pip", "download", "--no-deps", *kind,
                "--disable-pip-version-check", "-q", f"{project}=={version}", "-d", tmp]  # fmt: skip

@@ -1,0 +1,59 @@
+"""The shipped NeMo Gym resources server (integrations/nemo_gym/resources_servers/referee)
+run by NeMo Gym 0.7.0's own code against a real referee server: NeMo Gym's classes build it,
+its session middleware signs the cookie, its models validate every body, and its own
+``check_resources_session_contract`` checks the Environment Server lifecycle. The driver is
+tests/integration/api/nemo_gym_run.py, run in NeMo Gym's cached environment."""
+
+from __future__ import annotations
+
+import json
+import socket
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+from nemo_gym_peer import nemo_gym_python
+
+from referee.services.launcher import Server
+
+HERE = Path(__file__).parent
+
+
+@pytest.fixture(scope="module")
+def url(tmp_path_factory: pytest.TempPathFactory, referee_server_factory: Any) -> str:
+    env = {"REFEREE_SANDBOX_SLOTS": "2"}
+    server: Server = referee_server_factory(tmp_path_factory.mktemp("nemo-srv"), env, "nemo-srv")
+    return str(server.url)
+
+
+def _dead_url() -> str:
+    with socket.socket() as s:  # a port that was free a moment ago: nothing listens there
+        s.bind(("127.0.0.1", 0))
+        return f"http://127.0.0.1:{s.getsockname()[1]}"
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(1800)  # the first run builds NeMo Gym's environment (minutes), then cached
+def test_shipped_resources_server_under_nemo_gym(url: str, tmp_path: Path) -> None:
+    out = tmp_path / "result.json"
+    done = subprocess.run(
+        [str(nemo_gym_python()), str(HERE / "nemo_gym_run.py"), url, _dead_url(), str(out)],
+        capture_output=True, text=True, timeout=600, cwd=tmp_path, stdin=subprocess.DEVNULL,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-4000:]
+    got = json.loads(out.read_text())
+    assert got["tool_output"].strip() == "1000"  # the interpreter kept x between calls
+    assert got["bad_arguments"][0] == 200 and "code" in got["bad_arguments"][1]
+    assert got["right"] == {"reward": 1.0, "mask_sample": False}
+    assert got["echo"] == ["1000", True, True]  # the row, the response, referee's components
+    assert got["closed"] == 200
+    assert "no session" in got["after_close"]
+    assert got["wrong"] == 0.0
+    assert got["reverify_mode"] == "stateless"
+    assert got["typed_tool"].strip() == "42"
+    assert got["down"]["mask_sample"] is True and got["down"]["reward"] == 0.0
+    assert got["down"]["failure_kind"] == "transport_unreachable" and got["down_kind_known"]
+    assert got["refused"][0] == 422 and "`seed` must be an integer" in got["refused"][1]
+    agent = got["metrics"]["agent_metrics"]  # NeMo Gym's own aggregate over referee's rewards
+    assert agent["mean/reward"] == 0.5 and agent["max/reward"] == 1.0
