@@ -1,5 +1,5 @@
-"""/nemo-gym/{env}/ routes on a real server (first cut: referee's own view of the bodies; NeMo
-Gym 0.7.0's models are not yet loaded to validate them)."""
+"""/nemo-gym/{env}/ routes on a real server, with referee's own reading of the bodies (NeMo Gym
+0.7.0's own code drives them through the shipped resources server in test_nemo_gym_server.py)."""
 
 from __future__ import annotations
 
