@@ -1,4 +1,4 @@
-"""NeMo Gym resources-server routes over referee sessions (first cut).
+"""NeMo Gym resources-server routes over referee sessions.
 
 ``POST /nemo-gym/{env}/seed_session``  the row: a session opened, its id in a cookie, ``{}`` back
 ``POST /nemo-gym/{env}/verify``        the row echoed with ``reward`` (a session opened from the
@@ -8,7 +8,8 @@
 
 The cookie carries the referee session id itself, so any api process can read it. Only the
 public methods of ``request.app.state.sessions`` are used. ``/reset``, ``/step``,
-``/close`` are the Gymnasium variant. Not yet done: tests with NeMo Gym's own models.
+``/close`` are the Gymnasium variant. NeMo Gym itself launches the shipped folder
+integrations/nemo_gym/resources_servers/referee, which forwards here.
 """
 
 from __future__ import annotations
