@@ -37,7 +37,7 @@ VERL_VERSION = "0.9.1"
 VERL_REQUIREMENTS = [
     "transformers==5.10.4",
     # transformers 5.10.4 reads `kernels` when it is importable; the dev environment's (newer,
-    # pulled by its own transformers) changed LayerRepository's arguments, so veRL's venv has its own
+    # pulled by its own transformers) changed LayerRepository's arguments: veRL's venv has its own
     "kernels>=0.12.0,<0.13",
     "tensordict==0.10.0",
     "hydra-core==1.3.2",
