@@ -96,7 +96,8 @@ def main() -> None:
         resources_session_id="res-1", episode_id=episode,
         task_id=TaskId(taskset="example", task_id="0"), task_data=ROW,
     )  # fmt: skip
-    check_resources_session_contract(server(url).app, seed, keeps_state=True)
+    checked = server(url)
+    check_resources_session_contract(checked.app, seed, keeps_state=True)
     typed = server(url)
     got = typed.post(
         "/seed_session",
@@ -106,8 +107,20 @@ def main() -> None:
     ResourcesSeedSessionResponse.model_validate(got.json())
     result["typed_tool"] = typed.post("/python", json={"code": "print(6 * 7)"}).text
 
-    # referee down: the sample is masked, never a reward of the model
-    down = server(dead).post("/verify", json={**ROW, "response": response("\\boxed{1000}")})
+    # bad input gets a clear 4xx, never NeMo Gym's bare 500
+    bad = server(url)
+    late = checked.post("/seed_session", json=seed.model_dump(mode="json"))  # closed by the check
+    not_json = bad.post("/seed_session", content=b"{", headers={"content-type": "application/json"})
+    half = bad.post("/seed_session", json={"resources_session_id": "res-3"})
+    no_session = bad.post("/python", json={"code": "1"})
+    result["bad_input"] = [
+        [r.status_code, r.text[:200]] for r in (late, not_json, half, no_session)
+    ]
+
+    # referee down: a tool says so, the sample is masked, never a reward of the model
+    gone = server(dead)
+    result["down_seed"] = gone.post("/seed_session", json=ROW).status_code
+    down = gone.post("/verify", json={**ROW, "response": response("\\boxed{1000}")})
     masked = BaseVerifyResponse.model_validate(down.json())
     result["down"] = masked.model_dump(
         mode="json", include={"reward", "mask_sample", "failure_kind"}

@@ -48,10 +48,16 @@ def test_shipped_resources_server_under_nemo_gym(url: str, tmp_path: Path) -> No
     assert got["right"] == {"reward": 1.0, "mask_sample": False}
     assert got["echo"] == ["1000", True, True]  # the row, the response, referee's components
     assert got["closed"] == 200
-    assert "no session" in got["after_close"]
+    assert "no session" in got["after_close"]  # the closed session is gone for the tools too
     assert got["wrong"] == 0.0
     assert got["reverify_mode"] == "stateless"
     assert got["typed_tool"].strip() == "42"
+    late, not_json, half, no_session = got["bad_input"]
+    assert late[0] == 409 and "already closed" in late[1]
+    assert not_json[0] == 422 and "not JSON" in not_json[1]
+    assert half[0] == 422 and "ResourcesSeedSessionRequest" in half[1]
+    assert no_session[0] == 404 and "no session" in no_session[1]
+    assert got["down_seed"] == 502
     assert got["down"]["mask_sample"] is True and got["down"]["reward"] == 0.0
     assert got["down"]["failure_kind"] == "transport_unreachable" and got["down_kind_known"]
     assert got["refused"][0] == 422 and "`seed` must be an integer" in got["refused"][1]

@@ -37,7 +37,7 @@ from nemo_gym.base_resources_server import (
     SimpleResourcesServer,
 )
 from nemo_gym.server_utils import SESSION_ID_KEY
-from pydantic import ConfigDict, PrivateAttr
+from pydantic import ConfigDict, PrivateAttr, ValidationError
 
 COOKIE = "referee_nemo_gym___{env}"
 
@@ -59,6 +59,12 @@ class RefereeVerifyResponse(BaseVerifyResponse):
     model_config = ConfigDict(extra="allow")
 
 
+def _masked(row: dict[str, Any], kind: str, reason: str) -> RefereeVerifyResponse:
+    """referee's own failure: no reward of the model, the sample masked, the reason named."""
+    failure = {"reward": 0.0, "mask_sample": True, "failure_kind": kind, "failure_reason": reason}
+    return RefereeVerifyResponse.model_validate({**row, **failure})
+
+
 class RefereeResourcesServer(SimpleResourcesServer):
     config: RefereeResourcesServerConfig
     # NeMo Gym's session id (its signed cookie) or resources_session_id -> referee's session id
@@ -66,6 +72,7 @@ class RefereeResourcesServer(SimpleResourcesServer):
     _episodes: dict[str, Any] = PrivateAttr(default_factory=dict)
     _closed: set[str] = PrivateAttr(default_factory=set)
     _http: httpx.AsyncClient | None = PrivateAttr(default=None)
+    _http_loop: Any = PrivateAttr(default=None)
 
     # -- referee ----------------------------------------------------------------------------
     def _client(self) -> httpx.AsyncClient:
@@ -89,13 +96,25 @@ class RefereeResourcesServer(SimpleResourcesServer):
         return await self._client().post(path, json=body, headers=headers)
 
     async def _open(self, key: str, row: dict[str, Any]) -> None:
-        answer = await self._post("/seed_session", row, None)
+        try:
+            answer = await self._post("/seed_session", row, None)
+        except httpx.HTTPError as e:
+            raise HTTPException(
+                502, f"referee unreachable at {self.config.referee_url}: {e!r}"
+            ) from e
         if answer.status_code != 200:  # referee's status (422: a row it cannot use) and reason
             raise HTTPException(answer.status_code, f"referee refused the row: {answer.text[:500]}")
         sid = answer.cookies.get(COOKIE.format(env=self.config.referee_env))
         if not sid:
-            raise ValueError("referee opened no session (no session cookie in its answer)")
+            raise HTTPException(502, "referee opened no session (no session cookie in its answer)")
         self._sessions[key] = sid
+
+    @staticmethod
+    async def _json(request: Request) -> Any:
+        try:
+            return await request.json()
+        except ValueError as e:
+            raise HTTPException(422, f"the body is not JSON: {e}") from e
 
     # -- NeMo Gym's routes --------------------------------------------------------------------
     def setup_webserver(self) -> FastAPI:
@@ -104,71 +123,72 @@ class RefereeResourcesServer(SimpleResourcesServer):
         return app
 
     async def seed_session(self, request: Request) -> Any:  # type: ignore[override]
-        body = await request.json()
+        body = await self._json(request)
         if isinstance(body, dict) and "resources_session_id" in body:
-            seed = ResourcesSeedSessionRequest.model_validate(body)
+            try:
+                seed = ResourcesSeedSessionRequest.model_validate(body)
+            except ValidationError as e:
+                raise HTTPException(422, f"not a ResourcesSeedSessionRequest: {e}") from e
             rid = seed.resources_session_id
             if rid in self._closed:
-                raise ValueError(f"Resources session is already closed: {rid}")
+                raise HTTPException(409, f"Resources session is already closed: {rid}")
             known = self._episodes.get(rid)
             if known is not None and known != (seed.episode_id, seed.task_id):
-                raise ValueError("resources_session_id is already bound to another episode or task")
+                raise HTTPException(409, f"{rid} is already bound to another episode or task")
             if known is None:
                 self._episodes[rid] = (seed.episode_id, seed.task_id)
-                await self._open(rid, dict(seed.task_data))
+                try:
+                    await self._open(rid, dict(seed.task_data))
+                except BaseException:
+                    del self._episodes[rid]  # not seeded: a retry may seed it
+                    raise
             request.session[SESSION_ID_KEY] = rid  # the agent's tool calls carry this cookie
             return ResourcesSeedSessionResponse(resources_session_id=rid)
         if not isinstance(body, dict):
-            raise ValueError("seed_session takes a JSON object (the row)")
+            raise HTTPException(422, "seed_session takes a JSON object (the row)")
         await self._open(request.session[SESSION_ID_KEY], body)
         return BaseSeedSessionResponse()
 
-    async def tool(self, tool_name: str, request: Request) -> str:
+    async def tool(self, tool_name: str, request: Request) -> PlainTextResponse:
+        """The tool's output as the model sees it; any status is read as text by NeMo Gym's
+        agents, so failures say what went wrong."""
         key = request.session.get(SESSION_ID_KEY)
         if key not in self._sessions:
-            return "no session: call /seed_session first and send its cookie"
+            return PlainTextResponse(
+                "no session: call /seed_session first and send its cookie", 404
+            )
+        arguments = await self._json(request)
         try:
-            arguments = await request.json()
-        except ValueError:
-            arguments = {}
-        answer = await self._post(f"/{tool_name}", arguments, key)
-        return answer.text
+            answer = await self._post(f"/{tool_name}", arguments, key)
+        except httpx.HTTPError as e:
+            text = f"referee unreachable at {self.config.referee_url}: {e!r}"
+            return PlainTextResponse(text, 502)
+        return PlainTextResponse(answer.text, answer.status_code)
 
     async def verify(self, request: Request, body: BaseVerifyRequest) -> RefereeVerifyResponse:  # type: ignore[override]
-        row = await request.json()  # the whole row: NeMo Gym's model keeps only its own fields
+        row = await self._json(request)  # the whole row: NeMo Gym's model keeps only its own fields
         key = request.session.get(SESSION_ID_KEY)
         try:
             answer = await self._post("/verify", row, key if key in self._sessions else None)
         except httpx.HTTPError as e:
-            return RefereeVerifyResponse.model_validate(
-                {
-                    **row,
-                    "reward": 0.0,
-                    "mask_sample": True,
-                    "failure_kind": "transport_unreachable",
-                    "failure_reason": f"referee unreachable at {self.config.referee_url}: {e!r}",
-                }
-            )
+            reason = f"referee unreachable at {self.config.referee_url}: {e!r}"
+            return _masked(row, "transport_unreachable", reason)
         if answer.status_code != 200:
-            return RefereeVerifyResponse.model_validate(
-                {
-                    **row,
-                    "reward": 0.0,
-                    "mask_sample": True,
-                    "failure_kind": "verifier_error",
-                    "failure_reason": f"referee answered {answer.status_code}: {answer.text[:500]}",
-                }
-            )
+            reason = f"referee answered {answer.status_code}: {answer.text[:500]}"
+            return _masked(row, "verifier_error", reason)
         return RefereeVerifyResponse.model_validate({**row, **answer.json()})
 
     async def close_resources_session(self, request: Request) -> Any:  # type: ignore[override]
-        body = await request.json()
+        body = await self._json(request)
         if isinstance(body, dict) and "resources_session_id" in body:
-            close = ResourcesCloseSessionRequest.model_validate(body)
+            try:
+                close = ResourcesCloseSessionRequest.model_validate(body)
+            except ValidationError as e:
+                raise HTTPException(422, f"not a ResourcesCloseSessionRequest: {e}") from e
             rid = close.resources_session_id
             known = self._episodes.get(rid)
             if known is not None and known[0] != close.episode_id:
-                raise ValueError("episode_id does not match the seeded resources session")
+                raise HTTPException(409, "episode_id does not match the seeded resources session")
             await self._close(rid)
             self._closed.add(rid)
             return ResourcesCloseSessionResponse(resources_session_id=rid)
@@ -179,7 +199,10 @@ class RefereeResourcesServer(SimpleResourcesServer):
         if key in self._sessions:
             answer = await self._post("/close_session", {}, key)
             if answer.status_code not in (200, 404):  # 404: referee had closed or reaped it
-                raise ValueError(f"referee could not close the session: {answer.text[:500]}")
+                # raised, so the caller can retry (NeMo Gym's close contract)
+                raise HTTPException(
+                    502, f"referee could not close the session: {answer.text[:500]}"
+                )
             del self._sessions[key]
 
 
