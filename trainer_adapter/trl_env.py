@@ -24,29 +24,47 @@ per finished rollout. So:
   (``CodeSession``), and ``answer(answer)`` in each, the model's final answer (a session step;
   the procedural environment answers a wrong one with feedback and another turn).
 * ``get_reward()`` verifies the session: the reward of its final answer, or ``None`` (TRL
-  ignores it) when referee, not the model, failed. A rollout that never called ``answer`` is
-  scored on nothing and gets 0; to score the completion's own final text instead, add
-  :func:`completion_reward` to ``reward_funcs``.
+  ignores it) when referee, not the model, failed: ``valid: false``, or the session gone before
+  its reward (reaped at its deadline or idle time, closed elsewhere). The server unreachable
+  raises (``on_error="raise"``, TRL stops) or is ``None`` too (``on_error="none"``). A rollout
+  that never called ``answer`` is scored on nothing and gets 0; to score the completion's own
+  final text instead, add :func:`completion_reward` to ``reward_funcs``.
 
 A tool that fails for a reason of the service (the server unreachable, the session reaped)
 raises; TRL shows the model the error as the tool's output.
+
+TRL keeps its instances for the whole run and has no hook that ends them, so each instance's
+last session would stay open until the server reaps it. Pass ``callbacks=[CloseSessions()]`` to
+the trainer and they are closed when training ends (:func:`close_sessions` does it by hand)::
+
+    from referee.trainer_adapter.trl_env import CloseSessions
+    trainer = GRPOTrainer(..., environment_factory=..., callbacks=[CloseSessions()])
 """
 
 from __future__ import annotations
 
+import logging
+import threading
+import weakref
 from collections.abc import Mapping, Sequence
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
-from referee.client.errors import Conflict, RefereeError
+from referee.client.errors import Conflict, NotFound, RefereeError, TransportError
 from referee.client.sdk import RefereeClient
 
+# and CloseSessions, built on first use (see __getattr__)
 __all__ = [
     "CodeSession",
     "ProceduralSession",
     "PythonSession",
     "SessionEnvironment",
+    "close_sessions",
     "completion_reward",
 ]
+
+log = logging.getLogger(__name__)
+_LIVE: weakref.WeakSet[SessionEnvironment] = weakref.WeakSet()
+_LIVE_LOCK = threading.Lock()
 
 
 def _has_prompt(row: Mapping[str, Any]) -> bool:
@@ -79,10 +97,16 @@ class SessionEnvironment:
         api_key: str | None = None,
         max_turns: int | None = None,
         timeout: float = 300.0,
+        on_error: Literal["raise", "none"] = "raise",
     ) -> None:
+        if on_error not in ("raise", "none"):
+            raise ValueError("on_error is 'raise' or 'none'")
         self._client = RefereeClient(base_url, api_key=api_key, timeout=timeout)
         self._max_turns = max_turns
+        self._on_error = on_error
         self._session_id: str | None = None
+        with _LIVE_LOCK:
+            _LIVE.add(self)
 
     def reset(self, **row: Any) -> str | None:
         """Open a new session on ``row`` (the previous one is closed)."""
@@ -127,10 +151,21 @@ class SessionEnvironment:
 
     def get_reward(self) -> float | None:
         """The session's reward (None when referee failed: TRL ignores it)."""
-        if self._session_id is None:
+        sid = self._session_id
+        if sid is None:
             return None
-        reward = self._client.session_verify(self._session_id)
+        try:
+            reward = self._client.session_verify(sid)
+        except NotFound as gone:  # reaped or closed before its reward: nothing left to score
+            log.warning("session %s has no reward: %s", sid, gone)
+            return None
+        except TransportError as lost:
+            if self._on_error == "raise":
+                raise
+            log.warning("session %s has no reward: %s", sid, lost)
+            return None
         if not reward.valid or reward.score is None:
+            log.warning("session %s has no reward: %s", sid, reward.details.get("reason"))
             return None
         return reward.score
 
@@ -190,6 +225,43 @@ class ProceduralSession(SessionEnvironment):
     config, level, index, seed; or a generated problem's prompt and grader)."""
 
     env = "procedural"
+
+
+def close_sessions() -> int:
+    """Close the open session of every live :class:`SessionEnvironment` of this process (their
+    HTTP clients stay usable: a later ``reset`` opens a new one). Returns how many closed."""
+    with _LIVE_LOCK:
+        live = list(_LIVE)
+    closed = 0
+    for env in live:
+        if env._session_id is not None:
+            env._close()
+            closed += 1
+    return closed
+
+
+def _close_sessions_callback() -> type:
+    from transformers import TrainerCallback
+
+    class CloseSessions(TrainerCallback):
+        """A ``transformers`` callback: when training ends, the last session of every
+        environment instance is closed (:func:`close_sessions`)."""
+
+        def on_train_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+            closed = close_sessions()
+            log.info("closed %d referee sessions at the end of training", closed)
+
+    return CloseSessions
+
+
+def __getattr__(name: str) -> Any:
+    # CloseSessions subclasses transformers' TrainerCallback: built on first use, so that
+    # importing this module does not import transformers
+    if name == "CloseSessions":
+        cls = _close_sessions_callback()
+        globals()[name] = cls
+        return cls
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def completion_reward(

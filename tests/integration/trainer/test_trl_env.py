@@ -78,3 +78,42 @@ def test_a_generated_procedural_problem_is_the_observation(server: Any) -> None:
     assert "not correct" in feedback
     assert env.get_reward() == 0.0
     env._release()
+
+
+def test_get_reward_is_none_when_referee_and_not_the_model_failed(server: Any) -> None:
+    from referee.client.errors import TransportError
+    from referee.client.sdk import RefereeClient
+    from referee.services.launcher import free_port
+    from referee.trainer_adapter.trl_env import close_sessions
+
+    row = {"prompt": "What is 1+1?", "reference": "2"}
+    gone = PythonSession(str(server.url))
+    gone.reset(**row)
+    gone._client.close_session(gone._sid())  # what the reaper does to an idle session
+    assert gone.get_reward() is None
+    # the server unreachable: raised by default (TRL stops), None when asked
+    strict = PythonSession(str(server.url))
+    lenient = PythonSession(str(server.url), on_error="none")
+    dead = f"http://127.0.0.1:{free_port()}"
+    for env in (strict, lenient):
+        env.reset(**row)
+        env._client.close()
+        env._client = RefereeClient(dead, timeout=5, max_retries=0)
+    with pytest.raises(TransportError):
+        strict.get_reward()
+    assert lenient.get_reward() is None
+    with pytest.raises(ValueError, match="on_error"):
+        PythonSession(str(server.url), on_error="zero")  # type: ignore[arg-type]
+    # close_sessions closes what is open in this process, and only that
+    live = [PythonSession(str(server.url)) for _ in range(2)]
+    ids = []
+    for env in live:
+        env.reset(**row)
+        ids.append(env._sid())
+    strict._session_id = lenient._session_id = None  # their server is gone
+    assert close_sessions() >= 2
+    with RefereeClient(str(server.url)) as client:
+        for sid in ids:
+            assert client.session(sid).state == "closed"
+    for env in (gone, strict, lenient, *live):
+        env._release()

@@ -6,8 +6,11 @@ The tokenizer carries TRL's own Qwen2.5 chat template (Hermes ``<tool_call>`` fo
 requires for tools. The tiny policy's text is random, so its FIRST turn is scripted (a wrapper
 around ``generate``): an even-numbered completion calls ``answer`` with the right sum, an odd one
 with a wrong sum, in the Hermes format; TRL parses the call, runs the tool on the session and
-generates the next turn with the real (random) policy. So half the rollouts earn 1 from referee,
-the other half 0, and TRL logs a mean of 0.5 each step."""
+generates the next turn with the real (random) policy. The fourth rollout of each batch answers
+``gone``, and its session is closed on the server before its reward, as the server's reaper
+would: ``get_reward`` is None and TRL leaves that rollout out. So each step has rewards
+1, 0, 1 and None, and TRL logs 2/3 (were None taken as 0, 0.5). ``CloseSessions`` closes the last
+session of every instance when training ends."""
 
 from __future__ import annotations
 
@@ -15,12 +18,12 @@ import json
 import re
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import httpx
 import pytest
 
-from referee.trainer_adapter.trl_env import PythonSession
+from referee.trainer_adapter.trl_env import CloseSessions, PythonSession
 
 # transformers 5 renames gradient to activation checkpointing and TRL still reads the old name
 pytestmark = pytest.mark.filterwarnings("ignore:.*will be removed in v6:FutureWarning")
@@ -33,6 +36,25 @@ def session_opens(server: Any) -> float:
         metrics,
     )
     return sum(float(v) for v in found)
+
+
+class RecordedSession(PythonSession):
+    """A python session that records the ids it opened, and whose session vanishes on the
+    server when the model answers ``gone`` (what the reaper does to an idle session)."""
+
+    opened: ClassVar[list[str]] = []
+
+    def reset(self, **row: Any) -> str | None:
+        observation = super().reset(**row)
+        assert self._session_id is not None
+        RecordedSession.opened.append(self._session_id)
+        return observation
+
+    def answer(self, answer: str) -> str:
+        if "gone" in answer:
+            self._client.close_session(self._sid())  # closed on the server; the id is kept
+            return "recorded"
+        return super().answer(answer)
 
 
 def test_grpo_trainer_runs_two_steps_on_referee_sessions(
@@ -58,7 +80,9 @@ def test_grpo_trainer_runs_two_steps_on_referee_sessions(
         calls = []
         for i, text in enumerate(texts):
             a, b = map(int, re.findall(r"What is (\d)\+(\d)\?", text)[-1])
-            answer = a + b if i % 2 == 0 else a + b + 1
+            answer: Any = a + b if i % 2 == 0 else a + b + 1
+            if i == 3:
+                answer = "gone"
             body = json.dumps({"name": "answer", "arguments": {"answer": f"\\boxed{{{answer}}}"}})
             call = f"<tool_call>\n{body}\n</tool_call>"
             calls.append(tokenizer(call, add_special_tokens=True)["input_ids"])
@@ -75,7 +99,8 @@ def test_grpo_trainer_runs_two_steps_on_referee_sessions(
     trainer = GRPOTrainer(
         model=model,
         processing_class=tokenizer,
-        environment_factory=partial(PythonSession, str(server.url), max_turns=4),
+        environment_factory=partial(RecordedSession, str(server.url), max_turns=4),
+        callbacks=[CloseSessions()],
         train_dataset=Dataset.from_list(rows),
         args=GRPOConfig(
             output_dir=str(tmp_path / "out"),
@@ -94,23 +119,20 @@ def test_grpo_trainer_runs_two_steps_on_referee_sessions(
             activation_checkpointing=False,
         ),
     )
+    RecordedSession.opened.clear()
     trainer.train()
     logs = [h for h in trainer.state.log_history if "reward" in h]
     assert len(logs) == 2
     # one session per rollout: 2 steps x 4 completions
     assert session_opens(server) - before == 8
+    assert len(RecordedSession.opened) == 8
     for h in logs:
         assert h["tools/call_frequency"] == 1.0 and h["tools/failure_frequency"] == 0.0
-        assert h["reward"] == 0.5
-        assert h["rewards/PythonSession/mean"] == 0.5
-    # TRL pools one instance per rollout of a batch; closing them closes their last sessions
-    pool: list[Any] = [env for envs in trainer._environment_pool.values() for env in envs]
-    assert len(pool) == 4 and all(isinstance(env, PythonSession) for env in pool)
-    open_ids = [env._session_id for env in pool]
-    assert all(open_ids)
-    for env in pool:
-        env._release()
-    for sid in open_ids:
+        assert h["reward"] == pytest.approx(2 / 3)
+        assert h["rewards/RecordedSession/mean"] == pytest.approx(2 / 3)
+    # every session is closed: each rollout's by the next reset of its instance, the "gone" ones
+    # by the test, and the last four (TRL keeps its instances) by CloseSessions at train end
+    for n, sid in enumerate(RecordedSession.opened):
         state = httpx.get(f"{server.url}/v1/sessions/{sid}", timeout=10).json()
-        assert state["state"] == "closed" and state["reason"] == "closed by the caller"
-        assert state["turns"] == 1  # the scripted answer was a step of this session
+        assert state["state"] == "closed" and state["reason"] == "closed by the caller", state
+        assert state["turns"] == (0 if n % 4 == 3 else 1)  # "gone" took no step
