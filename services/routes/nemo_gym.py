@@ -57,11 +57,11 @@ def _open(env: str, row: dict[str, Any]) -> CreateSessionRequest:
 
 
 def _task(row: dict[str, Any]) -> dict[str, Any]:
-    """The referee task of a NeMo Gym row: the row less NeMo Gym's own rollout fields; NeMo
-    Gym's ``expected_answer`` is the ``reference`` when the row has none."""
+    """The referee task of a NeMo Gym row: the row less NeMo Gym's own rollout fields, with the
+    grading fields of NeMo Gym's own resources servers read as referee graders (a row's own
+    ``grader`` comes first); see :func:`gym_grading`."""
     task = {k: v for k, v in row.items() if k not in _GYM_FIELDS}
-    if "reference" not in task and "expected_answer" in task:
-        task["reference"] = task.pop("expected_answer")
+    gym_grading(task)
     if "prompt" not in task:  # NeMo Gym rows carry the prompt as the Responses API's input
         params = row.get("responses_create_params")
         given = params.get("input") if isinstance(params, dict) else None
@@ -74,6 +74,129 @@ def _task(row: dict[str, Any]) -> dict[str, Any]:
             if task["prompt"] is None:
                 del task["prompt"]
     return task
+
+
+_PACKED_MAX = 64 << 20  # bytes a packed unit_tests field may inflate to
+
+
+def gym_grading(task: dict[str, Any]) -> None:
+    """Read the grading fields of NeMo Gym's own resources servers onto ``task`` (in place),
+    unless the row names its ``grader`` (or, for tests, its ``tests``):
+
+    - ``instruction_id_list`` + ``kwargs`` (its instruction_following server, IFEval rows): an
+      ``instruction_following`` grader, reward 1 only when every instruction is followed, as
+      that server gives it;
+    - ``options`` (``[{"A": "text"}, ...]``) + ``expected_answer`` (a letter; its mcqa server):
+      a ``multiple_choice`` grader over the options' letters;
+    - ``verifier_metadata.unit_tests`` (``{inputs, outputs, fn_name?}``, LiveCodeBench's form,
+      or ``{"packed": base64 zlib JSON}``; its code_gen server): the code environment's
+      ``hidden_tests`` (graded, never shown), stdin/stdout tests, or calls of ``fn_name`` with
+      each input's JSON lines as arguments;
+    - ``expected_answer`` alone (its math servers): the ``reference``.
+    """
+    metadata = task.get("verifier_metadata")
+    if "grader" not in task and "instruction_id_list" in task:
+        task["grader"] = {
+            "type": "instruction_following",
+            "instruction_id_list": task["instruction_id_list"],
+            "kwargs": task.get("kwargs"),
+            "aggregate": "all",
+        }
+    elif "grader" not in task and task.get("options") is not None:
+        task["grader"] = _choice_grader(task.get("options"), task.get("expected_answer"))
+        task.pop("reference", None)
+    if (
+        isinstance(metadata, dict)
+        and metadata.get("unit_tests") is not None
+        and "tests" not in task
+        and "hidden_tests" not in task
+    ):
+        task["hidden_tests"] = _unit_tests(metadata["unit_tests"])
+    if "reference" not in task and "grader" not in task and "expected_answer" in task:
+        task["reference"] = task.pop("expected_answer")
+
+
+def _choice_grader(options: Any, expected: Any) -> dict[str, Any]:
+    letters: list[str] = []
+    if not isinstance(options, list) or not options:
+        raise InvalidRequest("the row's `options` must be a list of {letter: text} objects")
+    for option in options:
+        key = next(iter(option), None) if isinstance(option, dict) and len(option) == 1 else None
+        if not isinstance(key, str) or len(key) != 1 or not key.isascii() or not key.isalpha():
+            raise InvalidRequest(
+                f"each of the row's `options` is one {{letter: text}} object, not {option!r:.80}"
+            )
+        if key.upper() in letters:
+            raise InvalidRequest(f"the row's `options` name the letter {key.upper()} twice")
+        letters.append(key.upper())
+    if not isinstance(expected, str) or expected.strip().upper() not in letters:
+        raise InvalidRequest(
+            f"the row's `expected_answer` must be one of its options' letters {letters}, "
+            f"not {expected!r:.40}"
+        )
+    return {
+        "type": "multiple_choice",
+        "reference": expected.strip().upper(),
+        "choices": "".join(letters),
+    }
+
+
+def _unpack(packed: Any) -> Any:
+    import base64
+    import json
+    import zlib
+
+    try:
+        raw = base64.b64decode(packed, validate=True)
+        inflater = zlib.decompressobj()
+        data = inflater.decompress(raw, _PACKED_MAX)
+        if inflater.unconsumed_tail:
+            raise InvalidRequest(
+                f"verifier_metadata.unit_tests.packed inflates past {_PACKED_MAX >> 20} MiB"
+            )
+        return json.loads(data)
+    except (ValueError, TypeError, zlib.error) as e:
+        raise InvalidRequest(
+            f"verifier_metadata.unit_tests.packed is not base64 zlib JSON: {e}"
+        ) from e
+
+
+def _unit_tests(spec: Any) -> list[dict[str, Any]]:
+    import json
+
+    if isinstance(spec, dict) and "packed" in spec:
+        unpacked = _unpack(spec["packed"])
+        if not isinstance(unpacked, dict):
+            raise InvalidRequest("verifier_metadata.unit_tests.packed must hold an object")
+        spec = {**unpacked, "fn_name": spec.get("fn_name", unpacked.get("fn_name"))}
+    if not isinstance(spec, dict):
+        raise InvalidRequest("verifier_metadata.unit_tests must be {inputs, outputs, fn_name?}")
+    inputs, outputs, fn_name = spec.get("inputs"), spec.get("outputs"), spec.get("fn_name")
+    if (
+        not isinstance(inputs, list)
+        or not isinstance(outputs, list)
+        or len(inputs) != len(outputs)
+        or not inputs
+        or not all(isinstance(x, str) for x in [*inputs, *outputs])
+    ):
+        raise InvalidRequest(
+            "verifier_metadata.unit_tests needs `inputs` and `outputs`: lists of strings of the "
+            "same, non-zero length"
+        )
+    if not fn_name:
+        return [{"stdin": i, "stdout": o} for i, o in zip(inputs, outputs, strict=True)]
+    tests: list[dict[str, Any]] = []
+    for n, (given, expected) in enumerate(zip(inputs, outputs, strict=True)):
+        try:
+            args = [json.loads(line) for line in given.split("\n") if line.strip()]
+            value = json.loads(expected)
+        except ValueError as e:
+            raise InvalidRequest(
+                f"verifier_metadata.unit_tests test {n}: a call test's input lines and output "
+                f"must be JSON ({e})"
+            ) from e
+        tests.append({"fn_name": fn_name, "args": args, "expected": value})
+    return tests
 
 
 def _answer(response: Any) -> str | None:

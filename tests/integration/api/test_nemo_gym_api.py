@@ -198,3 +198,111 @@ def test_gymnasium_reset_step_close_runs_tool_calls_keeping_state(url: str) -> N
         assert r.status_code == 200, r.text
         assert r.json()["reward"] == 1.0 and r.json()["terminated"] is True
         assert c.post("/close", json={}).status_code == 200
+
+
+# Rows in the shape of NeMo Gym's own resources servers (their request models' fields): mcqa,
+# instruction_following, code_gen (LiveCodeBench's unit_tests, plain and packed).
+def _verify(url: str, env: str, row: dict[str, Any], text: str) -> httpx.Response:
+    return httpx.post(
+        f"{url}/nemo-gym/{env}/verify", json={**row, "response": _response(text)}, timeout=120
+    )
+
+
+def test_an_mcqa_row_s_options_and_expected_answer_are_a_multiple_choice_grader(url: str) -> None:
+    row = {
+        "responses_create_params": {"input": [{"role": "user", "content": "2+2? A) 3 B) 4 C) 5"}]},
+        "options": [{"A": "3"}, {"B": "4"}, {"C": "5"}],
+        "expected_answer": "B",
+        "grading_mode": "strict_single_letter_boxed",
+    }
+    right = _verify(url, "python", row, "It is \\boxed{B}")
+    assert right.status_code == 200 and right.json()["reward"] == 1.0, right.text
+    assert right.json()["expected_answer"] == "B" and right.json()["options"] == row["options"]
+    assert _verify(url, "python", row, "It is \\boxed{C}").json()["reward"] == 0.0
+    # a letter the options do not have is a choice of nothing, not a match
+    assert _verify(url, "python", row, "It is \\boxed{D}").json()["reward"] == 0.0
+    bad = _verify(url, "python", {**row, "expected_answer": "Z"}, "\\boxed{B}")
+    assert bad.status_code == 422 and "A', 'B', 'C'" in bad.text, bad.text
+    bad = _verify(url, "python", {**row, "options": [{"A": "3", "B": "4"}]}, "\\boxed{B}")
+    assert bad.status_code == 422 and "letter: text" in bad.text, bad.text
+
+
+def test_an_ifeval_row_is_an_instruction_following_grader_all_or_nothing(url: str) -> None:
+    row = {
+        "id": 7,
+        "prompt": "Describe the sea in lower case, without commas.",
+        "responses_create_params": {"input": "Describe the sea in lower case, without commas."},
+        "instruction_id_list": ["change_case:english_lowercase", "punctuation:no_comma"],
+        "kwargs": [{}, {"unused": None}],
+    }
+    right = _verify(url, "python", row, "the sea is wide and blue")
+    assert right.status_code == 200 and right.json()["reward"] == 1.0, right.text
+    one = _verify(url, "python", row, "the sea is wide, and blue")  # lower case, a comma
+    assert one.status_code == 200 and one.json()["reward"] == 0.0, one.text
+    bad = _verify(
+        url, "python", {**row, "instruction_id_list": ["nope:nothing", "punctuation:no_comma"]}, "x"
+    )
+    assert bad.status_code == 422 and "nope:nothing" in bad.text, bad.text
+
+
+def _packed(value: Any) -> str:
+    import base64
+    import json
+    import zlib
+
+    return base64.b64encode(zlib.compress(json.dumps(value).encode())).decode()
+
+
+CODE_GEN_ROW = {
+    "responses_create_params": {"input": "Read two integers and print their sum."},
+    "verifier_metadata": {
+        "unit_tests": {"inputs": ["1 2\n", "5 7\n"], "outputs": ["3\n", "12\n"]},
+        "difficulty": "easy",
+    },
+}
+
+
+def test_a_code_gen_row_s_unit_tests_are_the_hidden_tests(url: str) -> None:
+    right = "```python\na, b = map(int, input().split())\nprint(a + b)\n```"
+    wrong = "```python\nprint(3)\n```"
+    with httpx.Client(base_url=f"{url}/nemo-gym/code", timeout=120) as c:
+        assert c.post("/seed_session", json=CODE_GEN_ROW).status_code == 200
+        r = c.post("/run_tests", json={"code": wrong})  # the tests are hidden: nothing is shown
+        assert r.status_code == 200 and "no visible tests" in r.text, r.text
+        r = c.post("/verify", json={**CODE_GEN_ROW, "response": _response(wrong)})
+        assert r.status_code == 200 and r.json()["reward"] == 0.5, r.text  # passes 1 of 2
+        assert r.json()["verifier_metadata"]["difficulty"] == "easy"
+    assert _verify(url, "code", CODE_GEN_ROW, right).json()["reward"] == 1.0
+
+
+def test_packed_and_call_unit_tests_and_a_zlib_bomb(url: str) -> None:
+    tests = {"inputs": ["1\n2", "[1, 2]\n[3]"], "outputs": ["3", "[1, 2, 3]"]}
+    row = {
+        "responses_create_params": {"input": "Write add(a, b)."},
+        "verifier_metadata": {"unit_tests": {"packed": _packed(tests), "fn_name": "add"}},
+    }
+    right = "```python\nclass Solution:\n    def add(self, a, b):\n        return a + b\n```"
+    r = _verify(url, "code", row, right)
+    assert r.status_code == 200 and r.json()["reward"] == 1.0, r.text
+    assert (
+        _verify(url, "code", row, "```python\ndef add(a, b):\n    return a\n```").json()["reward"]
+        == 0.0
+    )
+    # 1 GiB of zeros packed into about 1 MB: refused after 64 MiB, the server unharmed
+    import base64
+    import zlib
+
+    squeeze = zlib.compressobj(9)
+    chunk = b"0" * (1 << 20)
+    blob = b"".join(squeeze.compress(chunk) for _ in range(1024)) + squeeze.flush()
+    bomb = {"unit_tests": {"packed": base64.b64encode(blob).decode()}}
+    r = _verify(url, "code", {**row, "verifier_metadata": bomb}, right)
+    assert r.status_code == 422 and "inflates past 64 MiB" in r.text, r.text
+    for unit_tests, says in [
+        ({"inputs": ["1"], "outputs": []}, "same, non-zero length"),
+        ({"packed": "%%%"}, "not base64 zlib JSON"),
+        ({"inputs": ["not json"], "outputs": ["1"], "fn_name": "add"}, "must be JSON"),
+    ]:
+        r = _verify(url, "code", {**row, "verifier_metadata": {"unit_tests": unit_tests}}, right)
+        assert r.status_code == 422 and says in r.text, (unit_tests, r.text)
+    assert httpx.get(f"{url}/healthz", timeout=30).status_code == 200
