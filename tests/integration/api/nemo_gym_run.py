@@ -6,12 +6,15 @@ Gym's own conformance check. argv: referee's url, a url where nothing listens, t
 
 from __future__ import annotations
 
+import asyncio
 import importlib.util
 import json
+import re
 import sys
 from pathlib import Path
 from unittest.mock import MagicMock
 
+import httpx
 from fastapi.testclient import TestClient
 from nemo_gym.base_resources_server import (
     BaseVerifyResponse,
@@ -53,6 +56,34 @@ def response(text: str) -> dict:
         output=[{"id": "msg", "type": "message", "role": "assistant", "status": "completed",
                  "content": [{"type": "output_text", "text": text, "annotations": []}]}],
     ).model_dump(mode="json")  # fmt: skip
+
+
+async def concurrent_seeds(url: str, seed: ResourcesSeedSessionRequest) -> list:
+    built = server(url)
+    body = seed.model_copy(update={"resources_session_id": "res-4"}).model_dump(mode="json")
+    transport = httpx.ASGITransport(app=built.app)
+
+    async def seed_then_tool(delay: float) -> list:
+        async with httpx.AsyncClient(transport=transport, base_url="http://gym") as c:
+            await asyncio.sleep(delay)
+            seeded = await c.post("/seed_session", json=body)
+            tool = await c.post("/python", json={"code": "print(6 * 7)"})
+            return [seeded.status_code, tool.status_code, tool.text.strip()]
+
+    before = seeds_opened(url)
+    first, second = await asyncio.gather(seed_then_tool(0), seed_then_tool(0.01))
+    return [first, second, seeds_opened(url) - before]
+
+
+def seeds_opened(url: str) -> float:
+    """referee's count of sessions opened through its NeMo Gym seed route (its /metrics)."""
+    metrics = httpx.get(url + "/metrics", timeout=30).text
+    found = re.findall(
+        r'referee_http_requests_total\{method="POST",route="/nemo-gym/\{env\}/seed_session",'
+        r'status="200"\} (\S+)',
+        metrics,
+    )
+    return sum(float(v) for v in found)
 
 
 def main() -> None:
@@ -106,6 +137,10 @@ def main() -> None:
     assert got.status_code == 200, got.text
     ResourcesSeedSessionResponse.model_validate(got.json())
     result["typed_tool"] = typed.post("/python", json={"code": "print(6 * 7)"}).text
+
+    # the same typed seed twice at once (a retried seed): the second waits for the first's
+    # session, so a tool call right after it finds the session; one referee session for both
+    result["concurrent"] = asyncio.run(concurrent_seeds(url, seed))
 
     # bad input gets a clear 4xx, never NeMo Gym's bare 500
     bad = server(url)

@@ -52,6 +52,9 @@ def test_shipped_resources_server_under_nemo_gym(url: str, tmp_path: Path) -> No
     assert got["wrong"] == 0.0
     assert got["reverify_mode"] == "stateless"
     assert got["typed_tool"].strip() == "42"
+    first, second, opened = got["concurrent"]
+    assert first == [200, 200, "42"] and second == [200, 200, "42"], got["concurrent"]
+    assert opened == 1
     late, not_json, half, no_session = got["bad_input"]
     assert late[0] == 409 and "already closed" in late[1]
     assert not_json[0] == 422 and "not JSON" in not_json[1]

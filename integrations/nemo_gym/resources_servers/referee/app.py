@@ -71,6 +71,8 @@ class RefereeResourcesServer(SimpleResourcesServer):
     _sessions: dict[str, str] = PrivateAttr(default_factory=dict)
     _episodes: dict[str, Any] = PrivateAttr(default_factory=dict)
     _closed: set[str] = PrivateAttr(default_factory=set)
+    # resources_session_id -> its referee session being opened (a repeated seed waits for it)
+    _opening: dict[str, asyncio.Future[None]] = PrivateAttr(default_factory=dict)
     _http: httpx.AsyncClient | None = PrivateAttr(default=None)
     _http_loop: Any = PrivateAttr(default=None)
 
@@ -109,6 +111,16 @@ class RefereeResourcesServer(SimpleResourcesServer):
             raise HTTPException(502, "referee opened no session (no session cookie in its answer)")
         self._sessions[key] = sid
 
+    async def _seeded(self, key: str | None) -> None:
+        """Wait while the seed of ``key`` is still opening its referee session (a failed seed
+        has answered its caller; here it only means there is no session)."""
+        opening = self._opening.get(key) if key else None
+        if opening is not None:
+            try:
+                await asyncio.shield(opening)
+            except Exception:
+                pass
+
     @staticmethod
     async def _json(request: Request) -> Any:
         try:
@@ -137,11 +149,17 @@ class RefereeResourcesServer(SimpleResourcesServer):
                 raise HTTPException(409, f"{rid} is already bound to another episode or task")
             if known is None:
                 self._episodes[rid] = (seed.episode_id, seed.task_id)
+                opening = asyncio.ensure_future(self._open(rid, dict(seed.task_data)))
+                self._opening[rid] = opening
                 try:
-                    await self._open(rid, dict(seed.task_data))
+                    await asyncio.shield(opening)
                 except BaseException:
-                    del self._episodes[rid]  # not seeded: a retry may seed it
+                    self._episodes.pop(rid, None)  # not seeded: a retry may seed it
                     raise
+                finally:
+                    self._opening.pop(rid, None)
+            elif rid in self._opening:  # the same seed again while the first is opening it
+                await asyncio.shield(self._opening[rid])
             request.session[SESSION_ID_KEY] = rid  # the agent's tool calls carry this cookie
             return ResourcesSeedSessionResponse(resources_session_id=rid)
         if not isinstance(body, dict):
@@ -153,6 +171,7 @@ class RefereeResourcesServer(SimpleResourcesServer):
         """The tool's output as the model sees it; any status is read as text by NeMo Gym's
         agents, so failures say what went wrong."""
         key = request.session.get(SESSION_ID_KEY)
+        await self._seeded(key)
         if key not in self._sessions:
             return PlainTextResponse(
                 "no session: call /seed_session first and send its cookie", 404
@@ -168,6 +187,7 @@ class RefereeResourcesServer(SimpleResourcesServer):
     async def verify(self, request: Request, body: BaseVerifyRequest) -> RefereeVerifyResponse:  # type: ignore[override]
         row = await self._json(request)  # the whole row: NeMo Gym's model keeps only its own fields
         key = request.session.get(SESSION_ID_KEY)
+        await self._seeded(key)
         try:
             answer = await self._post("/verify", row, key if key in self._sessions else None)
         except httpx.HTTPError as e:
@@ -196,6 +216,7 @@ class RefereeResourcesServer(SimpleResourcesServer):
         return {}
 
     async def _close(self, key: str | None) -> None:
+        await self._seeded(key)  # a close while its seed opens: closes what the seed opened
         if key in self._sessions:
             answer = await self._post("/close_session", {}, key)
             if answer.status_code not in (200, 404):  # 404: referee had closed or reaped it
