@@ -274,3 +274,56 @@ def test_a_lost_node_ends_its_sessions_with_valid_false(
         assert client.session(sid).state == "closed"
         with pytest.raises(ServiceUnavailable, match="no sandbox node answers"):
             client.open_session("python", TASK)
+
+
+def test_a_node_restarted_on_its_url_ends_the_sessions_it_held(tmp_path: Path) -> None:
+    """The node comes back at the same address, as a new process that never held the session
+    (it answers 404): the api tells that from an unknown id by the node's tag, and the session
+    ends with ``valid: false`` saying the node restarted."""
+    from conftest import TEST_SERVER_ENV
+
+    from referee.services.launcher import free_port, start_referee
+
+    port = free_port()
+    node_env = {**TEST_SERVER_ENV, "REFEREE_API_KEYS": "node-key"}
+
+    def start_node(name: str) -> Server:
+        return start_uvicorn(
+            "referee.services.app:create_app",
+            env=node_env,
+            port=port,
+            log=tmp_path / f"{name}.log",
+            cwd=tmp_path,
+            name=name,
+        )
+
+    node = start_node("node")
+    remote = {
+        **TEST_SERVER_ENV,
+        "REFEREE_SANDBOX_BACKEND": "remote",
+        "REFEREE_SANDBOX_URL": node.url,
+        "REFEREE_SANDBOX_API_KEY": "node-key",
+        "REFEREE_SANDBOX_REMOTE_RETRY_S": "1",
+    }
+    api = start_referee(remote, log=tmp_path / "api.log", cwd=tmp_path, name="api")
+    again: Server | None = None
+    try:
+        with RefereeClient(api.url, max_retries=0) as client:
+            sid = client.open_session("python", TASK).session_id
+            assert client.session_tool(sid, "python", {"code": "x = 1"}).output == "(no output)\n"
+            node.stop()
+            again = start_node("node-again")
+            assert again.url == node.url
+            reward = client.session_verify(sid, "\\boxed{42}")
+            assert reward.valid is False and reward.details["outcome"] == "session_lost"
+            assert "restarted" in reward.details["reason"], reward.details
+            assert client.session(sid).state == "closed"
+            # new sessions open on the restarted node
+            fresh = client.open_session("python", TASK).session_id
+            assert client.session_tool(fresh, "python", {"code": "6 * 7"}).output == "42\n"
+            client.close_session(fresh)
+    finally:
+        api.stop()
+        node.stop()
+        if again is not None:
+            again.stop()
