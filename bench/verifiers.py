@@ -8,7 +8,9 @@
   (``test_instruction_following_strict``/``_loose`` from its pinned wheel, loaded by path as the
   tests do, ``tests/ifeval_peer.py``), called in this process, one row after another.
 * **text_similarity**, each metric: seeded sentence pairs. The peer: the metric's library called
-  directly in this process (rapidfuzz, sacreBLEU, nltk's GLEU, rouge-score).
+  directly in this process (rapidfuzz, sacreBLEU, nltk's GLEU, rouge-score); for cosine, which no
+  library computes, the same numpy computation (GloVe 6B 50-d mean-pooled, referee's own
+  ``text_similarity.cosine``) in this process, so that row is the server's overhead alone.
 
 Both sides use the same Punkt parameters and the same langdetect seed. referee: one request per
 round with every item, on a real uvicorn server with each ``--workers`` count of check workers
@@ -87,7 +89,7 @@ INSTRUCTIONS: list[dict[str, Any]] = [
     {"id": "punctuation:no_comma", "kwargs": {}},
     {"id": "startend:quotation", "kwargs": {}},
 ]
-METRICS = ("fuzzy_match", "bleu", "gleu", "rouge_1", "rouge_2", "rouge_l")
+METRICS = ("fuzzy_match", "bleu", "gleu", "rouge_1", "rouge_2", "rouge_l", "cosine")
 
 
 def _sentence(rng: random.Random, n: int) -> str:
@@ -144,6 +146,10 @@ def _load_peer() -> Any:
 
 
 def _library(metric: str) -> Callable[[str, str], float]:
+    if metric == "cosine":
+        from referee.verifiers.text_similarity import cosine
+
+        return cosine
     if metric == "fuzzy_match":
         from rapidfuzz import fuzz
 
@@ -310,7 +316,7 @@ def main(argv: list[str] | None = None) -> int:
         f"{args.items} items per row; the fastest of {args.rounds} rounds after a warm-up round, "
         f"on {os.cpu_count()} CPUs (the figures move with whatever else loads the machine). "
         f"Sentences counted with {punkt}. Peer: lm-eval 0.4.13's IFEval checkers; the metric "
-        "libraries called directly; one process.",
+        "libraries called directly (cosine: referee's own numpy computation); one process.",
         "",
         "| grader | peer in-process items/s | "
         + " | ".join(

@@ -125,10 +125,7 @@ TextMetric = Literal[
     "rouge_5",
     "rouge_l",
 ]
-_UNAVAILABLE = {
-    "cosine": "cosine needs a text-embedding model, which this server does not ship and does "
-    "not download; use meteor, rouge_l, bleu or fuzzy_match",
-}
+_UNAVAILABLE: dict[str, str] = {}  # metrics refused with their reason (none today)
 
 
 class OpenAITextGrader(_Model):
@@ -153,8 +150,10 @@ class OpenAITextGrader(_Model):
 
 class TextSimilarityGrader(OpenAITextGrader):
     """OpenAI's `text_similarity` grader: the response's similarity to the reference
-    (fuzzy_match, bleu, gleu, meteor, rouge_1..rouge_5, rouge_l), in [0, 1]. OpenAI's grader
-    object is accepted as it is (`name`, `input: "{{sample.output_text}}"`)."""
+    (fuzzy_match, bleu, gleu, meteor, cosine, rouge_1..rouge_5, rouge_l), in [0, 1]; cosine
+    embeds both texts with GloVe 6B 50-d word vectors (mean-pooled), a smaller model than
+    OpenAI's. OpenAI's grader object is accepted as it is (`name`,
+    `input: "{{sample.output_text}}"`)."""
 
     type: Literal["text_similarity"] = "text_similarity"
     evaluation_metric: TextMetric = "fuzzy_match"

@@ -9,6 +9,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from server_env import TEST_SERVER_ENV
 
 from referee.services.launcher import Server, start_referee
 
@@ -63,11 +64,6 @@ def installed_language(request: pytest.FixtureRequest) -> str:
     language = str(request.param)
     require_toolchain(language)
     return language
-
-
-# Every test server starts with 2 check workers and a 2 s math deadline unless its env says
-# otherwise (the defaults, one worker per CPU and 10 s, are sized for a machine of its own).
-TEST_SERVER_ENV = {"REFEREE_MATH_WORKERS": "2", "REFEREE_MATH_TIMEOUT_S": "2"}
 
 
 def start_server(tmp: Path, env: dict[str, str], name: str = "server") -> Server:

@@ -1,13 +1,16 @@
 """The worker process of the check pool, and what a check can come back as besides its value.
 
 A worker runs under an address-space cap (RLIMIT_AS, so a memory bomb fails one check with an
-error), without core dumps, and answers each task of a chunk as it finishes it. It is owned by
+error; pyarrow, which cosine reads its vocabulary with, is told to use the system allocator, not
+mimalloc, which reserves a 1 GiB arena of that address space at its first allocation), without
+core dumps, and answers each task of a chunk as it finishes it. It is owned by
 one manager thread of :class:`~referee.verifiers.check_pool.CheckPool`, which kills it when a
 check overruns its deadline.
 """
 
 from __future__ import annotations
 
+import os
 import resource
 import time
 from dataclasses import dataclass
@@ -39,6 +42,9 @@ def _worker_main(conn: Connection, memory_mb: int) -> None:
     if memory_mb > 0:
         limit = memory_mb * 1024 * 1024
         resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+        # read when pyarrow is imported (no worker imports it before a check): under the cap,
+        # mimalloc's arena would take half of a 2 GB worker's address space from the checks
+        os.environ.setdefault("ARROW_DEFAULT_MEMORY_POOL", "system")
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
     # made before any check: at the cap, building a message can itself fail
     out_of_memory = f"memory limit of {memory_mb} MB exceeded"

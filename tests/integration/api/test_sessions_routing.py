@@ -15,6 +15,7 @@ from typing import Any
 
 import httpx
 import pytest
+from server_env import TEST_SERVER_ENV
 
 from referee.client import RefereeClient
 from referee.client.errors import ServiceUnavailable
@@ -280,8 +281,6 @@ def test_a_node_restarted_on_its_url_ends_the_sessions_it_held(tmp_path: Path) -
     """The node comes back at the same address, as a new process that never held the session
     (it answers 404): the api tells that from an unknown id by the node's tag, and the session
     ends with ``valid: false`` saying the node restarted."""
-    from conftest import TEST_SERVER_ENV
-
     from referee.services.launcher import free_port, start_referee
 
     port = free_port()

@@ -1,6 +1,7 @@
 """``instruction_following`` and ``text_similarity`` through ``/v1/rewards`` on a real server:
 verdicts equal lm-eval's IFEval checkers (its pinned wheel's code, loaded by path), scores equal
-the metric libraries' own, OpenAI grader objects work as they are, bad specs are 422 problems."""
+the metric libraries' own (cosine: numpy on the pinned GloVe wheel's files), OpenAI grader objects
+work as they are, bad specs are 422 problems."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from collections.abc import Iterator
 from typing import Any
 from typing import Any as Server
 
+import glove_peer
 import httpx
 import pytest
 from ifeval_peer import load, same_punkt, verdicts
@@ -109,6 +111,63 @@ def test_similarity_scores_equal_the_libraries(server: Server) -> None:
     assert got == expected
 
 
+COSINE_PAIRS = [  # (response, reference), plain text
+    ("The Eiffel Tower stands in Paris.", "The Eiffel Tower is in Paris, France."),
+    ("a kitten was sitting on the rug", "the cat sat on the mat"),
+    ("Bananas are rich in potassium.", "The capital of France is Paris."),
+    ("The capital of France is Paris.", "The capital of France is Paris."),
+    ("", "The capital of France is Paris."),
+    ("zzzqx qqqzx", "the cat"),
+]
+
+
+def test_cosine_scores_equal_numpy_on_the_glove_vectors(server: Server) -> None:
+    items = [
+        {
+            "id": str(k),
+            "response": response,
+            "grader": {"type": "text_similarity", "reference": ref, "evaluation_metric": "cosine"},
+        }
+        for k, (response, ref) in enumerate(COSINE_PAIRS)
+    ]
+    r = post(server, {"items": items})
+    assert r.status_code == 200, r.text
+    rewards = r.json()["rewards"]
+    for reward, (response, ref) in zip(rewards, COSINE_PAIRS, strict=True):
+        want = glove_peer.cosine(response, ref)
+        assert reward["score"] == pytest.approx(want, rel=1e-12, abs=1e-12), (response, ref)
+        assert reward["details"]["metric"] == "cosine"
+        assert reward["details"]["similarity"] == reward["score"]
+    scores = [x["score"] for x in rewards]
+    assert scores[3] == 1.0 and scores[4] == scores[5] == 0.0
+    assert scores[0] > scores[1] > 0.9 > scores[2] > 0.0
+
+
+def test_openai_cosine_object_as_it_is(server: Server) -> None:
+    similar = {  # OpenAI's text_similarity grader object, evaluation_metric "cosine"
+        "type": "text_similarity",
+        "name": "means the same",
+        "input": "{{sample.output_text}}",
+        "reference": "The capital of France is Paris.",
+        "evaluation_metric": "cosine",
+        "pass_threshold": 0.9,
+    }
+    responses = {"yes": "Paris is the capital of France.", "no": "Bananas are rich in potassium."}
+    items = [{"id": k, "response": v, "grader": similar} for k, v in responses.items()]
+    items.append(
+        {"id": "binary", "response": responses["yes"], "grader": {**similar, "binary": True}}
+    )
+    r = post(server, {"items": items})
+    assert r.status_code == 200, r.text
+    got = {x["id"]: x for x in r.json()["rewards"]}
+    for key, response in responses.items():
+        want = glove_peer.cosine(response, similar["reference"])
+        assert got[key]["score"] == pytest.approx(want, rel=1e-12)
+        assert got[key]["details"]["passed"] is (key == "yes")
+    assert got["binary"]["score"] == 1.0
+    assert got["binary"]["details"]["similarity"] == got["yes"]["score"]
+
+
 def test_openai_objects_and_weighted(server: Server) -> None:
     similar = {
         "type": "text_similarity",
@@ -152,9 +211,9 @@ def test_openai_objects_and_weighted(server: Server) -> None:
     ("grader", "where", "message"),
     [
         (
-            {"type": "text_similarity", "reference": "x", "evaluation_metric": "cosine"},
+            {"type": "text_similarity", "reference": "x", "evaluation_metric": "embedding"},
             "grader.text_similarity.evaluation_metric",
-            "embedding model",
+            "'cosine'",
         ),
         (
             {"type": "text_similarity", "reference": "{{item.answer}}"},

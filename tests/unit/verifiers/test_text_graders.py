@@ -1,10 +1,12 @@
-"""The text graders on their own: similarity scores equal the metric libraries' own, the
-grader specs refuse bad input with a message, and instruction checks on model-shaped outputs."""
+"""The text graders on their own: similarity scores equal the metric libraries' own (cosine:
+numpy on the pinned GloVe wheel's files, ``tests/glove_peer.py``), the grader specs refuse bad
+input with a message, and instruction checks on model-shaped outputs."""
 
 from __future__ import annotations
 
 from typing import Any
 
+import glove_peer
 import pytest
 from pydantic import ValidationError
 from rapidfuzz import fuzz
@@ -16,7 +18,10 @@ from referee.client.models import RewardItem
 from referee.verifiers.instructions import check_instructions, loose_variants
 from referee.verifiers.registry import score_item
 from referee.verifiers.text_similarity import (
+    MAX_EMBEDDED_CHARS,
     METRICS,
+    cosine,
+    glove_tokens,
     nltk_data_home,
     similarity,
     wordnet,
@@ -35,6 +40,8 @@ PAIRS = [
 
 
 def _library(response: str, reference: str, metric: str) -> float:
+    if metric == "cosine":
+        return glove_peer.cosine(response, reference)
     if metric == "fuzzy_match":
         return float(fuzz.ratio(response, reference)) / 100
     if metric == "bleu":
@@ -59,7 +66,10 @@ def test_similarity_equals_the_library(response: str, reference: str, metric: st
     got = similarity(response, reference, metric)
     # the library's own value, clamped to [0, 1] (sacreBLEU's identical pair is 1.0000000000000004)
     expected = min(1.0, max(0.0, _library(response, reference, metric)))
-    assert got.score == got.similarity == expected
+    if metric == "cosine":  # the same sums in numpy, not the same library call
+        assert got.score == got.similarity == pytest.approx(expected, rel=1e-12, abs=1e-12)
+    else:
+        assert got.score == got.similarity == expected
     assert 0.0 <= got.score <= 1.0
 
 
@@ -100,6 +110,166 @@ def test_meteor_matches_synonyms_and_stems() -> None:
         "the car was banana near the house"
     )
     assert similarity("the cat sat on the mat", "the cat sat on the mat", "meteor").score > 0.99
+
+
+COSINE_PAIRS = [  # plain text: glove_peer.plain_tokens are referee's tokens of it
+    ("the cat sat on the mat", "a kitten was sitting on the rug"),
+    ("The Eiffel Tower is in Paris, France.", "The Eiffel Tower stands in Paris."),
+    ("He bought a new car yesterday.", "Yesterday he purchased a new automobile."),
+    ("The answer is 4", "It is four, I think!"),
+    ("Photosynthesis converts light into chemical energy.", "The recipe needs two cups of flour"),
+    ("Émile a mangé des crêpes à Paris.", "Émile a mangé une crêpe à Paris."),
+    ("the the the the", "the"),  # the same mean
+    ("Der Hund läuft schnell über die Straße", "the dog runs quickly across the street"),
+    ("zzzqx the river", "the river zzzqx qqq"),  # unknown words left out: the same mean
+    ("¿Qué? ¡Sí! 100 %", "? ! 100 percent"),
+]
+
+
+@pytest.mark.parametrize(("response", "reference"), COSINE_PAIRS)
+def test_cosine_equals_numpy_on_the_wheels_vectors(response: str, reference: str) -> None:
+    assert glove_tokens(response) == [
+        t for t in glove_peer.plain_tokens(response) if t in glove_peer.vocabulary()
+    ]
+    got = similarity(response, reference, "cosine")
+    want = glove_peer.cosine_of_tokens(
+        glove_peer.plain_tokens(response), glove_peer.plain_tokens(reference)
+    )
+    assert 0.0 < want < 1.0 + 1e-12
+    assert got.score == got.similarity == pytest.approx(min(1.0, want), rel=1e-12, abs=1e-12)
+    assert got.to_dict() == {"outcome": "similar", "metric": "cosine", "similarity": got.score}
+
+
+# (text, its tokens by the Penn Treebank's rules, written out by hand)
+TOKENIZED = [
+    ("Don't stop.", ["do", "n't", "stop", "."]),
+    ("I can't, won't!", ["i", "ca", "n't", ",", "wo", "n't", "!"]),
+    ("John's book’s cover", ["john", "'s", "book", "'s", "cover"]),
+    ("They're sure we've left", ["they", "'re", "sure", "we", "'ve", "left"]),
+    ("The U.S. is big... -- really", ["the", "u.s.", "is", "big", "...", "--", "really"]),
+    ("e.g. 3.14 1,000 12:30 well-known", ["e.g.", "3.14", "1,000", "12:30", "well-known"]),
+    ("self-driving cars", ["self", "-", "driving", "cars"]),  # not in GloVe: split at the mark
+    ("apples,oranges & pears", ["apples", ",", "oranges", "&", "pears"]),
+    ("zzzqx-qqqzx", ["-"]),
+    ("tab\there\x00\x01 and\nnew line", ["tab", "here", "and", "new", "line"]),
+    ("", []),
+]
+
+
+@pytest.mark.parametrize(("text", "tokens"), TOKENIZED)
+def test_glove_tokens_split_the_penn_treebank_way(text: str, tokens: list[str]) -> None:
+    assert glove_tokens(text) == tokens
+    reference = "we are sure the cars and the cover will stop"
+    want = glove_peer.cosine_of_tokens(tokens, glove_peer.plain_tokens(reference))
+    assert cosine(text, reference) == pytest.approx(want, rel=1e-12, abs=1e-12)
+
+
+def test_cosine_of_equal_empty_and_unknown_texts() -> None:
+    sentence = "The cat sat on the mat."
+    assert similarity(sentence, sentence, "cosine").score == 1.0
+    assert similarity("The cat sat on the mat", "the CAT sat on the mat", "cosine").score == (
+        pytest.approx(1.0, abs=1e-12)
+    )
+    # equal texts are 1.0 even without a known token; otherwise no known token is 0.0
+    for text in ["", "zzzqx", "\x00"]:
+        assert similarity(text, text, "cosine").score == 1.0
+    for response, reference in [
+        ("", "the cat"),
+        ("the cat", ""),
+        ("zzzqx", "the cat"),
+        ("zzzqx", "qqqzx"),
+        ("", "zzzqx"),
+        ("   \n\t", ""),
+    ]:
+        r = similarity(response, reference, "cosine", pass_threshold=0.0)
+        assert r.score == r.similarity == 0.0 and r.passed is True  # 0.0 reaches 0.0
+
+
+def test_cosine_ranks_a_paraphrase_above_an_unrelated_text() -> None:
+    cases = [
+        (
+            "the cat sat on the mat",
+            "a kitten was sitting on the rug",
+            "stock markets fell sharply after the central bank raised interest rates",
+        ),
+        (
+            "He bought a new car yesterday.",
+            "Yesterday he purchased a new automobile.",
+            "The recipe needs two cups of flour.",
+        ),
+        ("The answer is four.", "It is 4.", "Volcanic eruptions release sulfur dioxide."),
+    ]
+    for reference, paraphrase, unrelated in cases:
+        close = similarity(paraphrase, reference, "cosine").score
+        far = similarity(unrelated, reference, "cosine").score
+        assert 0.9 < close < 1.0 and 0.0 < far < close - 0.1, (reference, close, far)
+
+
+def test_cosine_pass_threshold_and_binary() -> None:
+    reference, paraphrase = "the cat sat on the mat", "a kitten was sitting on the rug"
+    value = glove_peer.cosine(paraphrase, reference)
+    r = similarity(paraphrase, reference, "cosine", pass_threshold=0.9)
+    assert r.passed is True and r.score == pytest.approx(value, rel=1e-12)
+    r = similarity(paraphrase, reference, "cosine", pass_threshold=0.99, binary=True)
+    assert r.passed is False and r.score == 0.0 and r.similarity == pytest.approx(value, rel=1e-12)
+    r = similarity(paraphrase, reference, "cosine", pass_threshold=0.9, binary=True)
+    assert r.passed is True and r.score == 1.0
+    assert r.to_dict() == {
+        "outcome": "pass",
+        "metric": "cosine",
+        "similarity": r.similarity,
+        "passed": True,
+    }
+
+
+@pytest.mark.parametrize(
+    "hostile",
+    [
+        " ".join(["the river runs slow and deep"] * 40_000),  # 1.1 MB of prose
+        "a-" * 2_000_000,  # one 4 MB word of 2 million pieces
+        "!" * 4_000_000,
+        "don't " * 700_000,
+        "x" * 4_000_000,
+    ],
+)
+def test_a_hostile_response_is_embedded_from_its_first_100k_characters(hostile: str) -> None:
+    import time
+    import tracemalloc
+
+    reference = "the river runs under the bridge"
+    cosine(reference, "the river")  # GloVe read before the measure
+    tracemalloc.start()
+    start = time.perf_counter()
+    try:
+        got = similarity(hostile, reference, "cosine").score
+        seconds = time.perf_counter() - start
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert seconds < 10.0 and peak < 200 * 2**20, (seconds, peak)  # ~0.4 s and ~60 MB at worst
+    assert got == similarity(hostile[:MAX_EMBEDDED_CHARS], reference, "cosine").score
+
+
+def cosine_in_a_worker() -> tuple[float, str, int]:
+    import pyarrow as pa
+
+    score = cosine("a kitten was sitting on the rug", "the cat sat on the mat")
+    with open("/proc/self/status") as status:
+        peak_kb = next(int(line.split()[1]) for line in status if line.startswith("VmPeak"))
+    return score, pa.default_memory_pool().backend_name, peak_kb
+
+
+def test_cosine_in_a_check_worker_leaves_the_address_space_to_the_checks() -> None:
+    """A check worker (2 GB address-space cap) reads GloVe with pyarrow on the system allocator:
+    mimalloc, pyarrow's default, would reserve a 1 GiB arena of the cap at its first use."""
+    from referee.verifiers import CheckPool
+
+    with CheckPool(workers=1, timeout_s=60.0, memory_mb=2048) as pool:
+        score, backend, peak_kb = pool.submit(cosine_in_a_worker).result()
+    want = glove_peer.cosine("a kitten was sitting on the rug", "the cat sat on the mat")
+    assert score == pytest.approx(want, rel=1e-12)
+    assert backend == "system"
+    assert peak_kb < 1024 * 1024, peak_kb  # about 0.5 GB with the math verifier preloaded
 
 
 def test_pass_threshold_and_binary() -> None:
@@ -148,7 +318,7 @@ def test_openai_objects_as_they_are_with_the_rows_reference() -> None:
 @pytest.mark.parametrize(
     ("spec", "message"),
     [
-        ({**OPENAI_TEXT_SIMILARITY, "reference": "x", "evaluation_metric": "cosine"}, "embedding"),
+        ({**OPENAI_TEXT_SIMILARITY, "reference": "x", "evaluation_metric": "embedding"}, "cosine"),
         (OPENAI_TEXT_SIMILARITY, "item template"),
         ({**OPENAI_TEXT_SIMILARITY, "reference": "x", "input": "{{item.q}}"}, "sample.output_text"),
         ({"type": "text_similarity", "reference": "x", "binary": True}, "pass_threshold"),
@@ -315,6 +485,18 @@ def test_placeholder_and_title_scans_equal_ifevals_patterns() -> None:
     assert titles("<" * 2_000_000) == []
 
 
+def test_openai_cosine_object_with_the_rows_reference() -> None:
+    spec = {**OPENAI_TEXT_SIMILARITY, "evaluation_metric": "cosine", "pass_threshold": 0.9}
+    grader = _grader(fill_grader(spec, reference="The capital of France is Paris."))
+    assert grader["evaluation_metric"] == "cosine"
+    response = "Paris is the capital of France."
+    score, details = score_item(grader, response)
+    assert score == pytest.approx(glove_peer.cosine(response, grader["reference"]), rel=1e-12)
+    assert details["passed"] is True and details["metric"] == "cosine"
+    score, details = score_item(grader, "Bananas are rich in potassium.")
+    assert details["passed"] is False and 0.0 < score < 0.9
+
+
 def test_openai_objects_registered_by_name_take_the_items_reference() -> None:
     from referee.services.scoring.named import GraderRegistry
 
@@ -347,11 +529,14 @@ def test_a_reference_without_instructions_is_refused() -> None:
 
 def test_the_wire_names_every_metric_the_verifier_knows() -> None:
     """client/ may not import verifiers/, so the metric names are written twice: the schema's
-    names are exactly the computed metrics and the refused ones, and both sides refuse the same."""
+    names are exactly the computed metrics and the refused ones, and both sides refuse the same
+    (none: cosine, the one refused before it had a model, is computed)."""
     import typing
 
     from referee.client.text_grader_models import _UNAVAILABLE, TextMetric
     from referee.verifiers.text_similarity import UNAVAILABLE
 
     assert set(typing.get_args(TextMetric)) == set(METRICS) | set(UNAVAILABLE)
-    assert set(_UNAVAILABLE) == set(UNAVAILABLE)
+    assert set(_UNAVAILABLE) == set(UNAVAILABLE) == set()
+    assert "cosine" in METRICS
+    assert _grader({"type": "text_similarity", "reference": "x", "evaluation_metric": "cosine"})
