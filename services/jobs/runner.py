@@ -22,7 +22,7 @@ from typing import Any
 from referee.client.errors import APIError
 from referee.client.job_models import JobProgress, JobRequest, JobState, JobStatus
 from referee.client.models import RewardItem, RewardResult, RewardsResponse
-from referee.client.sdk import _chunks
+from referee.client.sdk_base import _chunks
 from referee.services.jobs.store import JobRecord, JobStore
 from referee.services.scoring.batch import group_stats, mean_score
 from referee.services.scoring.scorer import Scorer
