@@ -21,12 +21,15 @@ Result sets compare as multisets of rows (column order kept, numbers by value: `
 floats rounded to ``float_digits``) unless the reference query has a top-level ``ORDER BY``, when
 they compare as lists (``ordered`` overrides). A setup or reference that fails is
 ``bad_reference`` with ``valid: false``: the data set row is broken, not the response.
+
+The databases, their limits and running one query on them are in ``sql_database.py``
+(:class:`SQLLimits` re-exported here); the extraction, the reference's cached result, the
+comparison and :func:`sql_match` are here.
 """
 
 from __future__ import annotations
 
 import functools
-import hashlib
 import re
 import sqlite3
 import time
@@ -36,6 +39,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Final
 
 from referee.verifiers.fences import fenced_blocks
+from referee.verifiers.sql_database import SQLLimits, _build, _digest, _fresh_copy, _Run, _run
 
 __all__ = [
     "SQL_OUTCOMES",
@@ -56,22 +60,6 @@ SQL_OUTCOMES: Final = (
     "too_large",
     "bad_reference",
 )
-
-
-@dataclass(frozen=True, slots=True)
-class SQLLimits:
-    timeout_s: float = 2.0
-    """Wall-clock deadline of each statement (setup, reference, response) in seconds."""
-    max_rows: int = 10_000
-    """Rows read back from one query; more is ``too_large``."""
-    max_bytes: int = 8 * 1024 * 1024
-    """Bytes of values read back from one query; more is ``too_large``."""
-    max_value_bytes: int = 1024 * 1024
-    """SQLite's ``SQLITE_LIMIT_LENGTH``: the largest string or blob one value may be."""
-    max_sql_bytes: int = 1024 * 1024
-    """SQLite's ``SQLITE_LIMIT_SQL_LENGTH``: the longest statement."""
-    heap_mb: int = 256
-    """SQLite's hard heap limit in this process (sort buffers, temp tables, CTE queues)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -141,221 +129,7 @@ def has_order_by(query: str) -> bool:
     return re.search(r"\border\s+by\b", "".join(top), re.I) is not None
 
 
-# --- the database ------------------------------------------------------------------------
-
-_ALLOWED_ACTIONS = frozenset(
-    code
-    for name in ("SQLITE_SELECT", "SQLITE_READ", "SQLITE_FUNCTION", "SQLITE_RECURSIVE")
-    if (code := getattr(sqlite3, name, None)) is not None
-)
-_DENIED_FUNCTIONS = frozenset({"load_extension", "readfile", "writefile", "edit", "fts3_tokenizer"})
-_SETUP_DENIED = frozenset(
-    code
-    for name in ("SQLITE_ATTACH", "SQLITE_DETACH", "SQLITE_PRAGMA")
-    if (code := getattr(sqlite3, name, None)) is not None
-)
-_CACHE_SIZE = 16
-_CACHE_BYTES = 64 * 1024 * 1024
-"""Built databases kept per process: at most this many, of at most this size together (they
-count against the process's SQLite heap limit, which every check's copy shares)."""
-_built: OrderedDict[str, tuple[sqlite3.Connection, int]] = OrderedDict()
-_heap_set = False
-
-
-class _Refused(Exception):
-    pass
-
-
-def _read_only(action: int, arg1: str | None, arg2: str | None, db: str | None, src: Any) -> int:
-    if action not in _ALLOWED_ACTIONS:
-        return sqlite3.SQLITE_DENY
-    if action == sqlite3.SQLITE_FUNCTION and (arg2 or "").lower() in _DENIED_FUNCTIONS:
-        return sqlite3.SQLITE_DENY
-    return sqlite3.SQLITE_OK
-
-
-def _setup_guard(action: int, arg1: str | None, arg2: str | None, db: str | None, src: Any) -> int:
-    if action in _SETUP_DENIED:
-        return sqlite3.SQLITE_DENY
-    if action == sqlite3.SQLITE_FUNCTION and (arg2 or "").lower() in _DENIED_FUNCTIONS:
-        return sqlite3.SQLITE_DENY
-    return sqlite3.SQLITE_OK
-
-
-_CONVERSION = re.compile(r"%([-+ 0#,!]*)(\*|\d+)?(?:\.(\*|\d+))?([a-zA-Z%])")
-_printf_helper: sqlite3.Connection | None = None
-
-
-class _PrintfTooBig(ValueError):
-    pass
-
-
-def _guarded_printf(limit: int) -> Any:
-    """SQLite's ``printf``/``format`` behind a check of every width and precision: SQLite cuts
-    an over-long result but still loops over the whole width (``%.*c`` with 2e9 runs for
-    seconds, deaf to the progress handler), so a width above ``limit`` is refused first."""
-
-    def printf(fmt: Any, *args: Any) -> Any:
-        global _printf_helper
-        if isinstance(fmt, str):
-            position = 0
-            for m in _CONVERSION.finditer(fmt):
-                if m.group(4) == "%":
-                    continue
-                for part in (m.group(2), m.group(3)):
-                    if part == "*":
-                        value = args[position] if position < len(args) else 0
-                        position += 1
-                        try:
-                            width = abs(int(value))
-                        except (TypeError, ValueError):
-                            width = 0
-                    else:
-                        width = int(part) if part else 0
-                    if width > limit:
-                        raise _PrintfTooBig(f"printf width {width} over {limit}")
-                position += 1
-        if _printf_helper is None:
-            _printf_helper = sqlite3.connect(":memory:", check_same_thread=False)
-        _printf_helper.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, limit)
-        marks = ", ".join("?" for _ in range(len(args) + 1))
-        return _printf_helper.execute(f"SELECT printf({marks})", (fmt, *args)).fetchone()[0]
-
-    return printf
-
-
-def _limit(conn: sqlite3.Connection, limits: SQLLimits) -> None:
-    guarded = _guarded_printf(limits.max_value_bytes)
-    for name in ("printf", "format"):
-        conn.create_function(name, -1, guarded, deterministic=True)
-    conn.setlimit(sqlite3.SQLITE_LIMIT_LIKE_PATTERN_LENGTH, 1000)
-    conn.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, limits.max_value_bytes)
-    conn.setlimit(sqlite3.SQLITE_LIMIT_SQL_LENGTH, limits.max_sql_bytes)
-    conn.setlimit(sqlite3.SQLITE_LIMIT_ATTACHED, 0)
-    conn.setlimit(sqlite3.SQLITE_LIMIT_COMPOUND_SELECT, 500)
-    conn.setlimit(sqlite3.SQLITE_LIMIT_EXPR_DEPTH, 1000)
-
-
-def _deadline(conn: sqlite3.Connection, timeout_s: float) -> None:
-    stop = time.monotonic() + timeout_s
-    conn.set_progress_handler(lambda: int(time.monotonic() > stop), 1000)
-
-
-def _connect(limits: SQLLimits) -> sqlite3.Connection:
-    global _heap_set
-    conn = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
-    _limit(conn, limits)
-    if not _heap_set:  # process-wide; a pool worker holds only these databases
-        conn.execute(f"PRAGMA hard_heap_limit = {int(limits.heap_mb) * 1024 * 1024}")
-        _heap_set = True
-    conn.execute("PRAGMA temp_store = MEMORY")
-    return conn
-
-
-@functools.lru_cache(maxsize=16)
-def _digest(setup: str) -> str:
-    return hashlib.sha256(setup.encode()).hexdigest()
-
-
-def _build(setup: str, limits: SQLLimits) -> sqlite3.Connection:
-    """The database ``setup`` builds, kept per process (a copy is made for each check)."""
-    key = _digest(setup)
-    if key in _built:
-        _built.move_to_end(key)
-        return _built[key][0]
-    conn = _connect(limits)
-    conn.set_authorizer(_setup_guard)
-    _deadline(conn, limits.timeout_s)
-    try:
-        conn.executescript(setup)
-    except BaseException:
-        conn.close()
-        raise
-    conn.set_progress_handler(None, 0)
-    conn.set_authorizer(None)
-    pages = conn.execute("PRAGMA page_count").fetchone()[0]
-    size = int(pages) * int(conn.execute("PRAGMA page_size").fetchone()[0])
-    _built[key] = (conn, size)
-    while len(_built) > 1 and (
-        len(_built) > _CACHE_SIZE or sum(n for _c, n in _built.values()) > _CACHE_BYTES
-    ):
-        _built.popitem(last=False)[1][0].close()
-    return conn
-
-
-def _fresh_copy(source: sqlite3.Connection, limits: SQLLimits) -> sqlite3.Connection:
-    conn = _connect(limits)
-    source.backup(conn)
-    conn.execute("PRAGMA query_only = ON")
-    conn.set_authorizer(_read_only)
-    return conn
-
-
-# --- running and comparing ---------------------------------------------------------------
-
-
-@dataclass(slots=True)
-class _Run:
-    rows: list[tuple[Any, ...]] | None = None
-    outcome: str | None = None
-    reason: str | None = None
-
-
-def _size(value: Any) -> int:
-    if isinstance(value, str | bytes):
-        return len(value)
-    return 8
-
-
-def _normal(value: Any, digits: int) -> Any:
-    if isinstance(value, float):
-        if value != value:  # NaN never comes from SQLite, but keep the compare total
-            return "NaN"
-        rounded = round(value, digits)
-        return int(rounded) if rounded.is_integer() else rounded
-    return value
-
-
-def _run(conn: sqlite3.Connection, query: str, limits: SQLLimits, digits: int) -> _Run:
-    _deadline(conn, limits.timeout_s)
-    start = time.monotonic()
-    rows: list[tuple[Any, ...]] = []
-    size = 0
-    try:
-        cursor = conn.execute(query)
-        while True:
-            batch = cursor.fetchmany(256)
-            if not batch:
-                break
-            for row in batch:
-                rows.append(tuple(_normal(v, digits) for v in row))
-                size += sum(_size(v) for v in row)
-            if len(rows) > limits.max_rows:
-                return _Run(outcome="too_large", reason=f"more than {limits.max_rows} rows")
-            if size > limits.max_bytes:
-                return _Run(outcome="too_large", reason=f"more than {limits.max_bytes} bytes")
-    except sqlite3.DatabaseError as exc:
-        message = str(exc)
-        if "interrupted" in message:
-            elapsed = time.monotonic() - start
-            return _Run(
-                outcome="timeout",
-                reason=f"stopped after {elapsed:.2f} s (deadline {limits.timeout_s:g} s)",
-            )
-        if "authoriz" in message or "readonly" in message or "query_only" in message:
-            return _Run(outcome="refused", reason=f"refused: {message}")
-        if "user-defined function raised exception" in message:
-            return _Run(outcome="too_large", reason="a printf width or precision is too large")
-        if "too big" in message or "too long" in message or "out of memory" in message:
-            return _Run(outcome="too_large", reason=message)
-        return _Run(outcome="sql_error", reason=message[:500])
-    except (sqlite3.Warning, sqlite3.InterfaceError, ValueError, OverflowError) as exc:
-        # two statements at once, a NUL in the text, an integer out of range
-        return _Run(outcome="sql_error", reason=str(exc)[:500])
-    except MemoryError:
-        return _Run(outcome="too_large", reason="out of memory")
-    return _Run(rows=rows)
-
+# --- the reference and the comparison ---------------------------------------------------
 
 _references: OrderedDict[tuple[str, str, int], _Run] = OrderedDict()
 
