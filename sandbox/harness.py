@@ -176,23 +176,37 @@ def _run_stdio(
     return TestResult(index, TestOutcome.WRONG_ANSWER, run, run.stdout, "output differs")
 
 
+def _run_driver(
+    program: PreparedProgram | ProgramSession,
+    entry: str,
+    request: dict[str, object],
+    limits: Limits,
+) -> tuple[RunResult, str | None]:
+    """Run one of the python drivers (``entry``) on ``request``: the run, and what the driver
+    printed after its result marker. ``None`` when the run failed, or when the marker (keyed by a
+    fresh nonce, so the program cannot print it) never came: the program exited first."""
+    nonce = make_nonce()
+    run = program.run(request_line(nonce, request), limits, entry=entry)
+    if run.status is not RunStatus.OK:
+        return run, None
+    found, _, after = parse_marked_result(run.stdout, nonce)
+    return run, after if found else None
+
+
+def _no_answer(index: int, run: RunResult, message: str) -> TestResult:
+    """A run that ended well but before its driver answered (``sys.exit`` in the program)."""
+    return TestResult(index, TestOutcome.RUNTIME_ERROR, run, None, message)
+
+
 def _run_call(
     program: PreparedProgram | ProgramSession, index: int, test: FunctionCallTest, limits: Limits
 ) -> TestResult:
-    nonce = make_nonce()
-    stdin = request_line(nonce, {"fn_name": test.fn_name, "args": test.args})
-    run = program.run(stdin, limits, entry=CALL_DRIVER_NAME)
+    request: dict[str, object] = {"fn_name": test.fn_name, "args": test.args}
+    run, after = _run_driver(program, CALL_DRIVER_NAME, request, limits)
     if run.status is not RunStatus.OK:
         return _fail(index, run)
-    found, _, after = parse_marked_result(run.stdout, nonce)
-    if not found:
-        return TestResult(
-            index,
-            TestOutcome.RUNTIME_ERROR,
-            run,
-            None,
-            "the program ended before returning a value",
-        )
+    if after is None:
+        return _no_answer(index, run, "the program ended before returning a value")
     try:
         value = json.loads(after)
     except ValueError:
@@ -207,22 +221,14 @@ def _run_call(
 def _run_assert(
     program: PreparedProgram | ProgramSession, index: int, test: AssertTest, limits: Limits
 ) -> TestResult:
-    nonce = make_nonce()
-    stdin = request_line(nonce, {"test_code": test.test_code, "entry_point": test.entry_point})
-    run = program.run(stdin, limits, entry=ASSERT_DRIVER_NAME)
+    request: dict[str, object] = {"test_code": test.test_code, "entry_point": test.entry_point}
+    run, after = _run_driver(program, ASSERT_DRIVER_NAME, request, limits)
     if run.status is not RunStatus.OK:
         if run.status is RunStatus.RUNTIME_ERROR and "AssertionError" in run.stderr:
             return TestResult(index, TestOutcome.WRONG_ANSWER, run, None, "an assertion failed")
         return _fail(index, run)
-    found, _, _ = parse_marked_result(run.stdout, nonce)
-    if not found:
-        return TestResult(
-            index,
-            TestOutcome.RUNTIME_ERROR,
-            run,
-            None,
-            "the program exited before the tests completed",
-        )
+    if after is None:
+        return _no_answer(index, run, "the program exited before the tests completed")
     return TestResult(index, TestOutcome.PASSED, run)
 
 
