@@ -23,6 +23,7 @@ a time (a latency, not a throughput):
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import statistics
 import time
@@ -85,22 +86,17 @@ def latency(http: httpx.Client, n: int) -> dict[str, Any]:
     }
 
 
-def _descendants(pid: int) -> list[int]:
-    children: dict[int, list[int]] = {}
-    for proc in Path("/proc").iterdir():
-        if proc.name.isdigit():
-            try:
-                stat = (proc / "stat").read_text()
-            except OSError:
-                continue
-            ppid = int(stat[stat.rindex(")") + 2 :].split()[1])
-            children.setdefault(ppid, []).append(int(proc.name))
-    found, todo = [], [pid]
-    while todo:
-        kids = children.get(todo.pop(), [])
-        found += kids
-        todo += kids
-    return found
+def _load_proc_tree() -> Any:
+    """tests/proc_tree.py, the process-tree reading of the session tests (loaded by its path:
+    tests/ is not a package)."""
+    spec = importlib.util.spec_from_file_location("proc_tree", ROOT / "tests" / "proc_tree.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+_descendants = _load_proc_tree().descendants
 
 
 def _pss_kib(pid: int) -> int:

@@ -13,6 +13,7 @@ from typing import Any
 
 import httpx
 import pytest
+from proc_tree import alive, children
 
 from referee.client import AsyncRefereeClient, RefereeClient
 from referee.services.launcher import Server
@@ -28,15 +29,7 @@ def srv(tmp_path_factory: pytest.TempPathFactory, referee_server_factory: Any) -
     left = _server_bwraps(server)
     server.stop()  # closes the sessions left open: no traceback on the way out
     assert "Traceback" not in server.log_tail(10**7), server.log_tail()
-    assert not [pid for pid in left if _alive(pid)]
-
-
-def _alive(pid: int) -> bool:
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return False
-    return stat[stat.rindex(")") + 2] != "Z"
+    assert not [pid for pid in left if alive(pid)]
 
 
 @pytest.fixture()
@@ -68,19 +61,7 @@ def _close(url: str, sid: str) -> None:
 
 def _server_bwraps(srv: Server) -> list[int]:
     """Sandboxes (bwrap processes) the server process started."""
-    pids = []
-    for proc in Path("/proc").iterdir():
-        if not proc.name.isdigit():
-            continue
-        try:
-            stat = (proc / "stat").read_text()
-        except OSError:
-            continue
-        comm = stat[stat.index("(") + 1 : stat.rindex(")")]
-        ppid = int(stat[stat.rindex(")") + 2 :].split()[1])
-        if ppid == srv.process.pid and comm == "bwrap":
-            pids.append(int(proc.name))
-    return pids
+    return children(srv.process.pid, "bwrap")
 
 
 def test_environments_are_listed_with_their_tool_schemas(url: str) -> None:

@@ -15,6 +15,7 @@ from typing import Any
 
 import httpx
 import pytest
+from proc_tree import alive, children, descendants
 from server_env import TEST_SERVER_ENV
 
 from referee.client import RefereeClient
@@ -33,36 +34,6 @@ def _uds(sock: Path) -> httpx.Client:
         headers={"authorization": f"Bearer {KEY}"},
         timeout=120,
     )
-
-
-def _children(pid: int) -> list[int]:
-    out = []
-    for proc in Path("/proc").iterdir():
-        if proc.name.isdigit():
-            try:
-                stat = (proc / "stat").read_text()
-            except OSError:
-                continue
-            if int(stat[stat.rindex(")") + 2 :].split()[1]) == pid:
-                out.append(int(proc.name))
-    return out
-
-
-def _descendants(pid: int) -> list[int]:
-    found, todo = [], [pid]
-    while todo:
-        kids = _children(todo.pop())
-        found += kids
-        todo += kids
-    return found
-
-
-def _alive(pid: int) -> bool:
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return False
-    return stat[stat.rindex(")") + 2] != "Z"
 
 
 def _listening_pid(sock: Path, candidates: list[int]) -> int:
@@ -177,7 +148,7 @@ def test_a_killed_worker_loses_its_sessions_and_their_sandboxes(
 ) -> None:
     server, sockets = two_workers
     a, b = sorted(sockets.glob("*.sock"))
-    holder = _listening_pid(a, _children(server.process.pid))
+    holder = _listening_pid(a, children(server.process.pid))
     with _uds(a) as on_a, _uds(b) as on_b:
         sid = on_a.post("/v1/sessions", json={"env": "python", "task": TASK}).json()["session_id"]
         assert (
@@ -186,14 +157,14 @@ def test_a_killed_worker_loses_its_sessions_and_their_sandboxes(
             ).status_code
             == 200
         )
-        sandboxes = _descendants(holder)
+        sandboxes = descendants(holder)
         assert sandboxes  # the session's interpreter
         os.kill(holder, signal.SIGKILL)
         for _ in range(300):
-            if not any(_alive(p) for p in [holder, *sandboxes]):
+            if not any(alive(p) for p in [holder, *sandboxes]):
                 break
             time.sleep(0.1)
-        assert not [p for p in [holder, *sandboxes] if _alive(p)], "sandboxes outlived their holder"
+        assert not [p for p in [holder, *sandboxes] if alive(p)], "sandboxes outlived their holder"
         reward = on_b.post(f"/v1/sessions/{sid}/verify", json={}).json()
         assert reward["valid"] is False and reward["details"]["outcome"] == "session_lost"
         assert "is gone" in reward["details"]["reason"]
