@@ -12,6 +12,9 @@
   TRL's transformers 5.24, so veRL gets its own site-packages and takes from the dev
   environment only what it lacks (torch 2.13.0 CPU; referee, whose module veRL loads) through a
   ``.pth`` line that adds the dev site-packages after its own.
+- ``run_script(python, script, spec, folder)``: one of the scripts beside the tests
+  (verl_reward_run.py, verl_tool_run.py) in veRL's interpreter, on a JSON spec: what it printed
+  last, read as JSON.
 
 A download needs PyPI; where it is unreachable the test fails (these are the point of the tests).
 """
@@ -20,6 +23,7 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
+import json
 import os
 import subprocess
 import sys
@@ -29,8 +33,16 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
-__all__ = ["cache_dir", "load_by_path", "peer_package", "stub_modules", "verl_python"]
+__all__ = [
+    "cache_dir",
+    "load_by_path",
+    "peer_package",
+    "run_script",
+    "stub_modules",
+    "verl_python",
+]
 
 VERL_VERSION = "0.9.1"
 # veRL 0.9.1's requirements for its reward path (its METADATA), pinned inside its ranges.
@@ -174,3 +186,19 @@ def verl_python() -> Path:
     )
     done.touch()
     return python
+
+
+def run_script(python: Path, script: Path, spec: dict[str, Any], folder: Path) -> Any:
+    """``python script folder/spec.json`` in ``folder`` (the spec written there first, no stdin,
+    10 minutes at most), which must succeed: its last line of output, read as JSON."""
+    (folder / "spec.json").write_text(json.dumps(spec))
+    done = subprocess.run(
+        [str(python), str(script), str(folder / "spec.json")],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=folder,
+        stdin=subprocess.DEVNULL,
+    )
+    assert done.returncode == 0, done.stderr[-4000:]
+    return json.loads(done.stdout.strip().splitlines()[-1])

@@ -17,6 +17,7 @@ import pytest
 
 from referee.trainer_adapter.tiny_policy import byte_tokenizer
 
+from .test_openrlhf_slime_peers import generate, rollout_actor
 from .test_openrlhf_slime_peers import openrlhf as openrlhf  # the module fixture
 
 CALL = '<tool_call>\n{{"name": "python", "arguments": {{"code": "{code}"}}}}\n</tool_call>'
@@ -71,30 +72,9 @@ def test_openrlhf_multi_turn_executor_runs_sessions(
     assert isinstance(executor, openrlhf.agent.MultiTurnAgentExecutor)
     tokenizer = byte_tokenizer()
     policy = Policy(tokenizer)
-    cls = openrlhf.engine.RolloutRayActor
-    actor = cls.__new__(cls)
-    actor.executor = executor
-    actor.llm = policy
-    actor._mm_pad_token_ids = None
-
-    async def rollouts() -> list[Any]:
-        params = SimpleNamespace(max_tokens=512, logprobs=None)
-        groups = await asyncio.gather(
-            *(
-                actor.generate_responses(
-                    prompt=p,
-                    label=label,
-                    sampling_params=params,
-                    max_length=4096,
-                    hf_tokenizer=tokenizer,
-                    num_samples=1,
-                )
-                for p, (label, _) in PROMPTS.items()
-            )
-        )
-        return [o for group in groups for o in group]
-
-    first, second = asyncio.run(rollouts())
+    actor = rollout_actor(openrlhf, executor, policy)
+    samples = {p: (label, 1) for p, (label, _) in PROMPTS.items()}
+    first, second = asyncio.run(generate(actor, tokenizer, samples, max_length=4096))
     assert first["reward"] == 1.0 and second["reward"] == 0.0  # 1025 is not 2**10
     for out in (first, second):
         assert len(out["action_ranges"]) == 3  # two tool turns and the answer

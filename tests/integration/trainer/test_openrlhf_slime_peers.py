@@ -85,22 +85,22 @@ class Policy:
         yield SimpleNamespace(outputs=[out])
 
 
-def _actor(openrlhf: SimpleNamespace, url: str, policy: Policy) -> Any:
-    """OpenRLHF's rollout actor without its vLLM start-up (``__init__`` builds the engine)."""
+def rollout_actor(openrlhf: SimpleNamespace, executor: Any, llm: Any) -> Any:
+    """OpenRLHF's rollout actor without its vLLM start-up (``__init__`` builds the engine): its
+    agent ``executor`` and ``llm``, a stand-in for vLLM's engine (test_openrlhf_agent.py's too)."""
     cls = openrlhf.engine.RolloutRayActor
     actor = cls.__new__(cls)
-    actor.executor = openrlhf.agent.SingleTurnAgentExecutor(url)
-    actor.llm = policy
+    actor.executor = executor
+    actor.llm = llm
     actor._mm_pad_token_ids = None
     return actor
 
 
-async def _rollout(
-    openrlhf: SimpleNamespace, url: str, prompts: dict[str, tuple[str, list[str]]]
+async def generate(
+    actor: Any, tokenizer: Any, samples: dict[str, tuple[str, int]], max_length: int
 ) -> list[dict[str, Any]]:
-    tokenizer = byte_tokenizer()
-    policy = Policy(tokenizer, {p: answers for p, (_label, answers) in prompts.items()})
-    actor = _actor(openrlhf, url, policy)
+    """``generate_responses`` for every prompt at once, as OpenRLHF's rollout does (``samples``:
+    prompt -> its label and how many samples): the outputs, prompt by prompt."""
     params = SimpleNamespace(max_tokens=512, logprobs=None)
     groups = await asyncio.gather(
         *(
@@ -108,14 +108,24 @@ async def _rollout(
                 prompt=p,
                 label=label,
                 sampling_params=params,
-                max_length=2048,
+                max_length=max_length,
                 hf_tokenizer=tokenizer,
-                num_samples=len(answers),
+                num_samples=n,
             )
-            for p, (label, answers) in prompts.items()
+            for p, (label, n) in samples.items()
         )
     )
-    outputs = [o for group in groups for o in group]
+    return [o for group in groups for o in group]
+
+
+async def _rollout(
+    openrlhf: SimpleNamespace, url: str, prompts: dict[str, tuple[str, list[str]]]
+) -> list[dict[str, Any]]:
+    tokenizer = byte_tokenizer()
+    policy = Policy(tokenizer, {p: answers for p, (_label, answers) in prompts.items()})
+    actor = rollout_actor(openrlhf, openrlhf.agent.SingleTurnAgentExecutor(url), policy)
+    samples = {p: (label, len(answers)) for p, (label, answers) in prompts.items()}
+    outputs = await generate(actor, tokenizer, samples, max_length=2048)
     for out in outputs:  # the response OpenRLHF trains on, read back from its tokens
         start, end = out["action_ranges"][0]
         out["response_text"] = tokenizer.decode(out["observation_tokens"][start:end])

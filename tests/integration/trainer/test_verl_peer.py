@@ -18,7 +18,7 @@ from typing import Any as Server
 import httpx
 import pytest
 
-from .peer_code_compat import verl_python
+from .peer_code_compat import run_script, verl_python
 
 HERE = Path(__file__).resolve().parent
 ROWS = [
@@ -80,18 +80,7 @@ def test_verl_091_reward_loop_and_older_managers(tmp_path: Path, server: Server)
         "responses": RESPONSES,
         "tokenizer_dir": str(tmp_path / "tokenizer"),
     }
-    (tmp_path / "spec.json").write_text(json.dumps(spec))
-    python = verl_python()
-    done = subprocess.run(
-        [str(python), str(HERE / "verl_reward_run.py"), str(tmp_path / "spec.json")],
-        capture_output=True,
-        text=True,
-        timeout=600,
-        cwd=tmp_path,
-        stdin=subprocess.DEVNULL,
-    )
-    assert done.returncode == 0, done.stderr[-4000:]
-    got = json.loads(done.stdout.strip().splitlines()[-1])
+    got = run_script(verl_python(), HERE / "verl_reward_run.py", spec, tmp_path)
     assert got["verl_version"] == "0.9.1" and got["reward_loop_manager"] == "naive"
 
     reference = _v1_rewards(server.url, table)

@@ -15,7 +15,7 @@ from typing import Any as Server
 import httpx
 import pytest
 
-from .peer_code_compat import verl_python
+from .peer_code_compat import run_script, verl_python
 
 HERE = Path(__file__).resolve().parent
 # veRL's agent loop package (its ``verl-core`` extra) needs this beyond the reward path's set
@@ -39,17 +39,7 @@ def test_verl_tool_registry_calls_and_reward(tmp_path: Path, server: Server) -> 
         "yaml": str(tmp_path / "tools.yaml"),
         "tokenizer_dir": str(tmp_path / "tokenizer"),
     }
-    (tmp_path / "spec.json").write_text(json.dumps(spec))
-    done = subprocess.run(
-        [str(agent_loop_python()), str(HERE / "verl_tool_run.py"), str(tmp_path / "spec.json")],
-        capture_output=True,
-        text=True,
-        timeout=600,
-        cwd=tmp_path,
-        stdin=subprocess.DEVNULL,
-    )
-    assert done.returncode == 0, done.stderr[-4000:]
-    got: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    got: dict[str, Any] = run_script(agent_loop_python(), HERE / "verl_tool_run.py", spec, tmp_path)
     assert got["verl_version"] == "0.9.1"
 
     # the registry built referee's class with the server's own schema of the python tool
