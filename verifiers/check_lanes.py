@@ -17,12 +17,17 @@ follows ``asyncio`` tasks and ``asyncio.to_thread``)::
 
 from __future__ import annotations
 
+import collections
 import threading
 import weakref
 from contextvars import ContextVar
-from typing import Protocol
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Protocol
 
-__all__ = ["Lane", "current_lane"]
+if TYPE_CHECKING:
+    from referee.verifiers.check_tasks import Task
+
+__all__ = ["Lane", "LaneQueue", "current_lane", "pick", "starve_wait"]
 
 
 class _Dropper(Protocol):
@@ -65,3 +70,39 @@ class Lane:
 
 current_lane: ContextVar[Lane | None] = ContextVar("referee_check_lane", default=None)
 """The lane checks queued now go into; None: each ``map`` call is a lane of its own."""
+
+
+@dataclass(slots=True)
+class LaneQueue:
+    """A lane's checks queued in the pool, and how many of them run."""
+
+    tasks: collections.deque[Task] = field(default_factory=collections.deque)
+    running: int = 0
+    served_at: float = 0.0
+    """When a chunk of the lane was last taken or a result of it came back."""
+
+
+def pick(lanes: dict[Lane, LaneQueue], now: float, extra: bool, starve_s: float) -> Lane | None:
+    """The lane a manager serves next: the first (in rotation) with nothing running; for a
+    spare manager only such a lane that has waited ``starve_s``; else the first with work."""
+    first = None
+    for lane, queue in lanes.items():
+        if not queue.tasks:
+            continue
+        if queue.running == 0:
+            waited = now - max(queue.tasks[0].queued_at, queue.served_at)
+            if not extra or waited >= starve_s:
+                return lane
+        elif first is None and not extra:
+            first = lane
+    return first
+
+
+def starve_wait(lanes: dict[Lane, LaneQueue], now: float, starve_s: float) -> float | None:
+    """How long until a waiting lane may be served by a spare manager (None: no lane)."""
+    waits = [
+        max(q.tasks[0].queued_at, q.served_at) + starve_s - now
+        for q in lanes.values()
+        if q.tasks and q.running == 0
+    ]
+    return max(0.001, min(waits)) if waits else None

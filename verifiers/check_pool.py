@@ -4,10 +4,12 @@ shares its workers fairly between callers.
 Why not ``concurrent.futures.ProcessPoolExecutor``: it cannot stop one task that hangs (sympy on
 a hostile power tower can run for hours), and ``signal.alarm`` only works in a process's main
 thread, so a server thread gets no protection from it. Here every worker is owned by one manager
-thread in the parent. The manager sends its worker a chunk of tasks, reads the results back one
-by one, and gives each task its own deadline from the moment the previous result arrived. A task
-that overruns gets its worker killed (SIGKILL) and replaced, is answered with :class:`TimedOut`,
-and the rest of the chunk is queued again, so a hang costs one check, not the server. Workers
+thread in the parent. The manager sends its worker a chunk of tasks and reads the results back
+in groups; the worker tells it through shared memory which task runs and since when, so each
+task has its own deadline from its own start. A task that overruns gets its worker killed
+(SIGKILL) and replaced, is answered with :class:`TimedOut`, and the rest of the chunk (with
+any results the worker had not sent yet) is queued again, so a hang costs one check, not the
+server. Workers
 run under an address-space cap (RLIMIT_AS), so a memory bomb fails one check with an error.
 
 Fairness (:mod:`~referee.verifiers.check_lanes`): tasks are queued per caller (a lane: one HTTP
@@ -32,29 +34,23 @@ Functions and arguments must be picklable (top-level functions).
 from __future__ import annotations
 
 import asyncio
-import collections
 import multiprocessing as mp
 import os
 import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import Future
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
-from referee.verifiers.check_lanes import Lane, current_lane
-from referee.verifiers.check_worker import TimedOut, Worker, WorkerFailed
+from referee.verifiers.check_lanes import Lane, LaneQueue, current_lane, pick, starve_wait
+from referee.verifiers.check_tasks import Gather, Slot, Task
+from referee.verifiers.check_worker import TimedOut, Worker, WorkerFailed, run_chunk
 
 __all__ = ["CheckPool", "Lane", "PoolHealth", "TimedOut", "WorkerFailed", "current_lane"]
 
 _PRELOAD = ["referee.verifiers.registry"]  # imports the math verifier
-_POLL_S = 0.1
-_FIRST_CHUNK = 4  # how often a manager waiting on a long check looks whether its lane was dropped
-
-
-def _resolve(done: asyncio.Future[None]) -> None:
-    if not done.done():
-        done.set_result(None)
+_FIRST_CHUNK = 4  # the largest first chunk of a lane whose checks were never timed
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,24 +70,6 @@ class PoolHealth:
     @property
     def ok(self) -> bool:
         return self.managers_alive and self.overdue == 0
-
-
-@dataclass(slots=True)
-class _Task:
-    fn: Callable[..., Any]
-    args: tuple[Any, ...]
-    timeout_s: float
-    future: Future[Any]
-    lane: Lane
-    queued_at: float
-
-
-@dataclass(slots=True)
-class _LaneQueue:
-    tasks: collections.deque[_Task] = field(default_factory=collections.deque)
-    running: int = 0
-    served_at: float = 0.0
-    """When a chunk of the lane was last taken or a result of it came back."""
 
 
 class CheckPool:
@@ -122,7 +100,7 @@ class CheckPool:
         self._ctx = mp.get_context(start_method)
         if start_method == "forkserver":
             self._ctx.set_forkserver_preload(_PRELOAD)
-        self._lanes: dict[Lane, _LaneQueue] = {}
+        self._lanes: dict[Lane, LaneQueue] = {}
         self._queued = 0
         self._cost_s = 0.005  # a running mean over every lane: a new lane's first guess
         self._running: dict[int, tuple[float, float]] = {}  # manager -> (started, deadline)
@@ -133,6 +111,7 @@ class CheckPool:
         """How many workers were killed and replaced (overruns, crashes, dropped lanes)."""
         self.dropped = 0
         """How many checks were dropped with their lane, never run or stopped."""
+        self._answers = [_Answers(self, i) for i in range(self.workers + self.extra_workers)]
         self._threads = [
             threading.Thread(target=self._manage, args=(i, i >= self.workers), daemon=True)
             for i in range(self.workers + self.extra_workers)
@@ -158,6 +137,32 @@ class CheckPool:
 
         ``timeout_s`` is one deadline for all, or one per task (default: the pool's)."""
         args_list = [tuple(a) for a in arg_tuples]
+        futures: list[Future[Any]] = [Future() for _ in args_list]
+        self._enqueue(fn, args_list, timeout_s, futures)
+        return futures
+
+    async def amap(
+        self,
+        fn: Callable[..., Any],
+        arg_tuples: Iterable[Sequence[Any]],
+        timeout_s: float | Sequence[float] | None = None,
+    ) -> list[Any]:
+        """:meth:`map` for asyncio, without a Future per check: the values, TimedOut or
+        WorkerFailed, in order; wakes the event loop once, when the last result is in."""
+        args_list = [tuple(a) for a in arg_tuples]
+        if not args_list:
+            return []
+        gather = Gather(len(args_list), asyncio.get_running_loop())
+        self._enqueue(fn, args_list, timeout_s, [Slot(gather, k) for k in range(len(args_list))])
+        return await gather.wait()
+
+    def _enqueue(
+        self,
+        fn: Callable[..., Any],
+        args_list: list[tuple[Any, ...]],
+        timeout_s: float | Sequence[float] | None,
+        results: Sequence[Future[Any] | Slot],
+    ) -> None:
         if timeout_s is None or isinstance(timeout_s, int | float):
             deadlines = [float(timeout_s or self.timeout_s)] * len(args_list)
         else:
@@ -168,50 +173,20 @@ class CheckPool:
         lane.attach(self)
         now = time.monotonic()
         tasks = [
-            _Task(fn, a, d, Future(), lane, now) for a, d in zip(args_list, deadlines, strict=True)
+            Task(fn, a, d, r, lane, now)
+            for a, d, r in zip(args_list, deadlines, results, strict=True)
         ]
         with self._cond:
             if self._closed:
                 raise RuntimeError("the check pool is closed")
             if lane.dropped is None:
-                queue = self._lanes.setdefault(lane, _LaneQueue(served_at=now))
+                queue = self._lanes.setdefault(lane, LaneQueue(served_at=now))
                 queue.tasks.extend(tasks)
                 self._queued += len(tasks)
                 self._cond.notify_all()
         if lane.dropped is not None:
             for t in tasks:
                 t.future.set_result(WorkerFailed(f"dropped: {lane.dropped}"))
-        return [t.future for t in tasks]
-
-    async def amap(
-        self,
-        fn: Callable[..., Any],
-        arg_tuples: Iterable[Sequence[Any]],
-        timeout_s: float | Sequence[float] | None = None,
-    ) -> list[Any]:
-        """:meth:`map` for asyncio: wakes the event loop once, when the last result is in."""
-        futures = self.map(fn, arg_tuples, timeout_s)
-        if not futures:
-            return []
-        loop = asyncio.get_running_loop()
-        done: asyncio.Future[None] = loop.create_future()
-        remaining = [len(futures)]
-        lock = threading.Lock()
-
-        def finished(_: Future[Any]) -> None:
-            with lock:
-                remaining[0] -= 1
-                last = remaining[0] == 0
-            if last:
-                try:
-                    loop.call_soon_threadsafe(_resolve, done)
-                except RuntimeError:  # the loop closed while the checks ran
-                    pass
-
-        for f in futures:
-            f.add_done_callback(finished)
-        await done
-        return [f.result() for f in futures]
 
     @property
     def pending(self) -> int:
@@ -268,31 +243,7 @@ class CheckPool:
         for t in left:
             t.future.set_result(WorkerFailed(f"dropped: {lane.dropped}"))
 
-    def _pick(self, now: float, extra: bool) -> Lane | None:
-        """The lane a manager serves next: the first (in rotation) with nothing running; for a
-        spare manager only such a lane that has waited ``starve_s``; else the first with work."""
-        first = None
-        for lane, queue in self._lanes.items():
-            if not queue.tasks:
-                continue
-            if queue.running == 0:
-                waited = now - max(queue.tasks[0].queued_at, queue.served_at)
-                if not extra or waited >= self.starve_s:
-                    return lane
-            elif first is None and not extra:
-                first = lane
-        return first
-
-    def _starve_wait(self, now: float) -> float | None:
-        """How long until a waiting lane may be served by a spare manager (None: no lane)."""
-        waits = [
-            max(q.tasks[0].queued_at, q.served_at) + self.starve_s - now
-            for q in self._lanes.values()
-            if q.tasks and q.running == 0
-        ]
-        return max(0.001, min(waits)) if waits else None
-
-    def _share(self, lane: Lane, queue: _LaneQueue) -> int:
+    def _share(self, lane: Lane, queue: LaneQueue) -> int:
         """How many tasks of the lane go in one chunk: about ``chunk_time_s`` of work by the
         lane's measured cost, spread over the workers; a lane not measured yet gets a small
         first chunk (its checks may be slow: a chunk sent cannot be taken back)."""
@@ -303,7 +254,7 @@ class CheckPool:
         spread = -(-len(queue.tasks) // self.workers)
         return max(1, min(self.chunk, by_time, spread, len(queue.tasks)))
 
-    def _take(self, extra: bool, has_worker: bool) -> list[_Task] | None:
+    def _take(self, extra: bool, has_worker: bool) -> list[Task] | None:
         """The next chunk for a manager; None when the pool closed; [] when a spare manager has
         been idle ``extra_idle_s`` (it stops its process)."""
         idle_since = time.monotonic()
@@ -312,10 +263,10 @@ class CheckPool:
                 if self._closed:
                     return None
                 now = time.monotonic()
-                lane = self._pick(now, extra)
+                lane = pick(self._lanes, now, extra, self.starve_s)
                 if lane is not None:
                     break
-                timeout = self._starve_wait(now) if extra else None
+                timeout = starve_wait(self._lanes, now, self.starve_s) if extra else None
                 if extra and has_worker:
                     left = self.extra_idle_s - (now - idle_since)
                     if left <= 0:
@@ -331,27 +282,35 @@ class CheckPool:
             self._queued -= n
             return tasks
 
-    def _settle(self, task: _Task, value: Any, took_s: float | None) -> None:
-        with self._cond:
-            queue = self._lanes.get(task.lane)
-            if queue is not None:
-                queue.running -= 1
-                queue.served_at = time.monotonic()
-                if queue.running == 0:
-                    if not queue.tasks:
-                        del self._lanes[task.lane]
-                    else:
-                        self._cond.notify_all()  # it may starve now: the spares look
-            if took_s is not None:
-                lane = task.lane
-                lane.cost_s = took_s if lane.cost_s is None else 0.7 * lane.cost_s + 0.3 * took_s
-                self._cost_s = 0.95 * self._cost_s + 0.05 * took_s
-            self._last_result = time.monotonic()
-        if not task.future.done():
-            task.future.set_result(value)
+    def _settle(self, task: Task, value: Any, took_s: float | None) -> None:
+        self._settle_all([(task, value, took_s)])
 
-    def _requeue(self, tasks: list[_Task]) -> None:
-        dropped: list[_Task] = []
+    def _settle_all(self, settled: list[tuple[Task, Any, float | None]]) -> None:
+        """Answer checks (a group of one worker's results: under one hold of the lock)."""
+        with self._cond:
+            now = time.monotonic()
+            for task, _, took_s in settled:
+                queue = self._lanes.get(task.lane)
+                if queue is not None:
+                    queue.running -= 1
+                    queue.served_at = now
+                    if queue.running == 0:
+                        if not queue.tasks:
+                            del self._lanes[task.lane]
+                        else:
+                            self._cond.notify_all()  # it may starve now: the spares look
+                if took_s is not None:
+                    lane = task.lane
+                    cost = lane.cost_s
+                    lane.cost_s = took_s if cost is None else 0.7 * cost + 0.3 * took_s
+                    self._cost_s = 0.95 * self._cost_s + 0.05 * took_s
+            self._last_result = now
+        for task, value, _ in settled:
+            if not task.future.done():
+                task.future.set_result(value)
+
+    def _requeue(self, tasks: list[Task]) -> None:
+        dropped: list[Task] = []
         with self._cond:
             for t in reversed(tasks):
                 queue = self._lanes.get(t.lane)
@@ -404,7 +363,7 @@ class CheckPool:
             pass
         worker.kill()
 
-    def _run_batch(self, index: int, worker: Worker, batch: list[_Task]) -> bool:
+    def _run_batch(self, index: int, worker: Worker, batch: list[Task]) -> bool:
         """Run a chunk on ``worker``; False when the worker had to be killed."""
         live = []
         for t in batch:
@@ -419,53 +378,29 @@ class CheckPool:
                 self._settle(t, WorkerFailed("the worker process did not start"), None)
             return False
         try:
-            worker.conn.send([(i, t.fn, t.args) for i, t in enumerate(live)])
-        except (OSError, ValueError):
-            self._requeue(live)
-            return False
-        try:
-            for i, task in enumerate(live):
-                if not self._await_one(index, worker, task, i, live[i + 1 :]):
-                    return False
-            return True
+            return run_chunk(worker, live, self._answers[index])
         finally:
             with self._cond:
                 self._running.pop(index, None)
 
-    def _await_one(
-        self, index: int, worker: Worker, task: _Task, i: int, rest: list[_Task]
-    ) -> bool:
-        started = time.monotonic()
+    # -- what a manager reports (run_chunk's Answers) ----------------------------------------
+    def _show_running(self, index: int, began: float, timeout_s: float) -> None:
         with self._cond:
-            self._running[index] = (started, task.timeout_s)
-        while True:
-            if task.lane.dropped is not None:
-                with self._cond:
-                    self.dropped += 1
-                self._settle(task, WorkerFailed(f"dropped: {task.lane.dropped}"), None)
-                self._requeue(rest)
-                return False
-            remaining = task.timeout_s - (time.monotonic() - started)
-            try:
-                ready = worker.conn.poll(max(0.0, min(remaining, _POLL_S)))
-            except (OSError, ValueError):
-                ready, remaining = False, -1.0
-            if ready:
-                try:
-                    got, status, value = worker.conn.recv()
-                except (EOFError, OSError):
-                    self._settle(task, WorkerFailed("the worker process died"), None)
-                    self._requeue(rest)
-                    return False
-                assert got == i
-                result = value if status == "ok" else WorkerFailed(value)
-                self._settle(task, result, time.monotonic() - started)
-                return True
-            if not worker.proc.is_alive():
-                self._settle(task, WorkerFailed("the worker process died"), None)
-                self._requeue(rest)
-                return False
-            if remaining <= 0:
-                self._settle(task, TimedOut(task.timeout_s), task.timeout_s)
-                self._requeue(rest)
-                return False
+            self._running[index] = (began, timeout_s)
+
+
+@dataclass(frozen=True, slots=True)
+class _Answers:
+    """One manager's :class:`~referee.verifiers.check_worker.Answers` to its pool."""
+
+    pool: CheckPool
+    index: int
+
+    def settle(self, settled: list[tuple[Task, Any, float | None]]) -> None:
+        self.pool._settle_all(settled)
+
+    def requeue(self, tasks: list[Task]) -> None:
+        self.pool._requeue(tasks)
+
+    def running(self, began: float, timeout_s: float) -> None:
+        self.pool._show_running(self.index, began, timeout_s)

@@ -44,6 +44,37 @@ def test_overrun_is_killed_and_the_rest_of_the_chunk_still_runs() -> None:
     assert elapsed < 20  # the 30 s sleeper did not run to its end
 
 
+def crash_at(value: int, at: int) -> int:
+    if value == at:
+        os._exit(3)
+    return value
+
+
+def test_results_held_in_a_group_survive_a_hang_and_a_crash_after_them() -> None:
+    """A worker sends cheap checks' results in groups: the ones it still holds when a later
+    check of the chunk hangs or kills it are run again, and only that check fails (a chunk of
+    a lane measured cheap holds dozens, so the hang and the crash land behind held results)."""
+    with CheckPool(workers=1, timeout_s=1.0, chunk=64) as pool:
+        args = [(60.0 if v == 150 else 0.0, v) for v in range(200)]
+        start = time.monotonic()
+        results = [f.result() for f in pool.map(sleep_then, args)]
+        elapsed = time.monotonic() - start
+        crashed = [f.result() for f in pool.map(crash_at, [(v, 120) for v in range(200)])]
+    assert [r for v, r in enumerate(results) if v != 150] == [v for v in range(200) if v != 150]
+    assert isinstance(results[150], TimedOut) and results[150].timeout_s == 1.0
+    assert elapsed < 20
+    assert [r for v, r in enumerate(crashed) if v != 120] == [v for v in range(200) if v != 120]
+    assert isinstance(crashed[120], WorkerFailed) and "died" in crashed[120].reason
+    assert pool.replaced == 2
+
+
+def test_a_deadline_runs_from_the_checks_own_start() -> None:
+    """Each check of a chunk has its whole deadline, however long the ones before it took."""
+    with CheckPool(workers=1, timeout_s=0.6, chunk=8) as pool:
+        out = [f.result() for f in pool.map(sleep_then, [(0.4, v) for v in range(6)])]
+    assert out == list(range(6))
+
+
 def test_a_replaced_worker_is_a_new_process() -> None:
     with CheckPool(workers=1, timeout_s=0.5) as pool:
         before = pool.submit(worker_pid).result()
