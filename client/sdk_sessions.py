@@ -53,8 +53,54 @@ def _sid(session_id: str) -> str:
     return f"/v1/sessions/{quote(session_id, safe='')}"
 
 
-def _step_response(response: str | Mapping[str, Any] | StepMessage) -> Any:
-    return response.model_dump(exclude_none=True) if isinstance(response, StepMessage) else response
+# The bodies of the session calls, built here once for both clients.
+def _open_body(
+    env: str,
+    task: Mapping[str, Any],
+    seed: int | None,
+    group: Mapping[str, Any] | None,
+    max_turns: int | None,
+    deadline_s: float | None,
+) -> dict[str, Any]:
+    return _session_body(
+        CreateSessionRequest,
+        "open_session",
+        env=env,
+        task=dict(task),
+        seed=seed,
+        group=dict(group) if group is not None else None,
+        max_turns=max_turns,
+        deadline_s=deadline_s,
+    )
+
+
+def _tool_call(
+    session_id: str, name: str, arguments: Mapping[str, Any], request_id: str | None
+) -> tuple[str, dict[str, Any]]:
+    """The path and body of a tool call (a ``request_id`` made if not given)."""
+    payload = {"arguments": dict(arguments), "request_id": request_id or uuid.uuid4().hex}
+    return f"{_sid(session_id)}/tools/{quote(name, safe='')}", payload
+
+
+def _step_body(
+    response: str | Mapping[str, Any] | StepMessage, request_id: str | None
+) -> dict[str, Any]:
+    return _session_body(
+        StepRequest,
+        "session_step",
+        response=(
+            response.model_dump(exclude_none=True)
+            if isinstance(response, StepMessage)
+            else response
+        ),
+        request_id=request_id or uuid.uuid4().hex,
+    )
+
+
+def _verify_body(response: str | Sequence[Mapping[str, Any]] | None) -> dict[str, Any]:
+    if response is None or isinstance(response, str):
+        return {"response": response}
+    return {"response": [dict(m) for m in response]}
 
 
 class SessionCalls:
@@ -84,16 +130,7 @@ class SessionCalls:
         deadline_s: float | None = None,
     ) -> CreateSessionResponse:
         """Open a session of ``env`` on the task row: its first observation and its tools."""
-        payload = _session_body(
-            CreateSessionRequest,
-            "open_session",
-            env=env,
-            task=dict(task),
-            seed=seed,
-            group=dict(group) if group is not None else None,
-            max_turns=max_turns,
-            deadline_s=deadline_s,
-        )
+        payload = _open_body(env, task, seed, group, max_turns, deadline_s)
         return self._post("/v1/sessions", payload, CreateSessionResponse)
 
     def session_tool(
@@ -106,8 +143,7 @@ class SessionCalls:
     ) -> ToolCallResponse:
         """Run one tool. A ``request_id`` is made if not given, so the SDK's retries of this
         call never run it twice."""
-        payload = {"arguments": dict(arguments), "request_id": request_id or uuid.uuid4().hex}
-        path = f"{_sid(session_id)}/tools/{quote(name, safe='')}"
+        path, payload = _tool_call(session_id, name, arguments, request_id)
         return self._post(path, payload, ToolCallResponse)
 
     def session_step(
@@ -118,26 +154,15 @@ class SessionCalls:
         request_id: str | None = None,
     ) -> StepResponse:
         """A model turn: text (an answer) or an assistant message with ``tool_calls``."""
-        payload = _session_body(
-            StepRequest,
-            "session_step",
-            response=_step_response(response),
-            request_id=request_id or uuid.uuid4().hex,
-        )
+        payload = _step_body(response, request_id)
         return self._post(f"{_sid(session_id)}/step", payload, StepResponse)
 
     def session_verify(
         self, session_id: str, response: str | Sequence[Mapping[str, Any]] | None = None
     ) -> SessionReward:
         """The session's reward (``response``: the final answer; unset: its last answer)."""
-        body = (
-            None
-            if response is None
-            else response
-            if isinstance(response, str)
-            else [dict(m) for m in response]
-        )
-        return self._post(f"{_sid(session_id)}/verify", {"response": body}, SessionReward)
+        payload = _verify_body(response)
+        return self._post(f"{_sid(session_id)}/verify", payload, SessionReward)
 
     def session(self, session_id: str) -> SessionState:
         return self._get(_sid(session_id), SessionState)
@@ -175,16 +200,7 @@ class AsyncSessionCalls:
         deadline_s: float | None = None,
     ) -> CreateSessionResponse:
         """Open a session of ``env`` on the task row: its first observation and its tools."""
-        payload = _session_body(
-            CreateSessionRequest,
-            "open_session",
-            env=env,
-            task=dict(task),
-            seed=seed,
-            group=dict(group) if group is not None else None,
-            max_turns=max_turns,
-            deadline_s=deadline_s,
-        )
+        payload = _open_body(env, task, seed, group, max_turns, deadline_s)
         return await self._post("/v1/sessions", payload, CreateSessionResponse)
 
     async def session_tool(
@@ -197,8 +213,7 @@ class AsyncSessionCalls:
     ) -> ToolCallResponse:
         """Run one tool. A ``request_id`` is made if not given, so the SDK's retries of this
         call never run it twice."""
-        payload = {"arguments": dict(arguments), "request_id": request_id or uuid.uuid4().hex}
-        path = f"{_sid(session_id)}/tools/{quote(name, safe='')}"
+        path, payload = _tool_call(session_id, name, arguments, request_id)
         return await self._post(path, payload, ToolCallResponse)
 
     async def session_step(
@@ -209,26 +224,15 @@ class AsyncSessionCalls:
         request_id: str | None = None,
     ) -> StepResponse:
         """A model turn: text (an answer) or an assistant message with ``tool_calls``."""
-        payload = _session_body(
-            StepRequest,
-            "session_step",
-            response=_step_response(response),
-            request_id=request_id or uuid.uuid4().hex,
-        )
+        payload = _step_body(response, request_id)
         return await self._post(f"{_sid(session_id)}/step", payload, StepResponse)
 
     async def session_verify(
         self, session_id: str, response: str | Sequence[Mapping[str, Any]] | None = None
     ) -> SessionReward:
         """The session's reward (``response``: the final answer; unset: its last answer)."""
-        body = (
-            None
-            if response is None
-            else response
-            if isinstance(response, str)
-            else [dict(m) for m in response]
-        )
-        return await self._post(f"{_sid(session_id)}/verify", {"response": body}, SessionReward)
+        payload = _verify_body(response)
+        return await self._post(f"{_sid(session_id)}/verify", payload, SessionReward)
 
     async def session(self, session_id: str) -> SessionState:
         return await self._get(_sid(session_id), SessionState)
