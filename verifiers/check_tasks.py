@@ -49,12 +49,14 @@ class Gather:
         return self.values
 
 
-@dataclass(frozen=True, slots=True)
 class Slot:
     """Where one check of an amap call puts its result: the part of a Future the pool uses."""
 
-    gather: Gather
-    k: int
+    __slots__ = ("gather", "k")
+
+    def __init__(self, gather: Gather, k: int) -> None:
+        self.gather = gather
+        self.k = k
 
     def running(self) -> bool:
         return True  # an amap check is never cancelled alone (its lane is dropped instead)

@@ -22,6 +22,7 @@ rates fed to the curriculum.
 from __future__ import annotations
 
 import asyncio
+import collections
 import logging
 import time
 from collections.abc import Callable, Sequence
@@ -246,12 +247,15 @@ class Scorer:
         for i, out in zip(code, code_out, strict=True):
             outcomes[i] = out
         results = [to_result(item.id, out) for item, out in zip(items, outcomes, strict=True)]
-        if metrics is not None:
-            for g, res in zip(graders, results, strict=True):
-                outcome = str(res.details.get("outcome", "unknown"))
-                metrics.items.labels(g.get("of", g["type"]), outcome).inc()  # multi: its own
+        if metrics is not None:  # counted per (kind, outcome): one inc each, not one per item
+            counts = collections.Counter(
+                (g.get("of", g["type"]), str(res.details.get("outcome", "unknown")))  # multi: own
+                for g, res in zip(graders, results, strict=True)
+            )
+            for (kind, outcome), n in counts.items():
+                metrics.items.labels(kind, outcome).inc(n)
                 if outcome == "timeout":
-                    metrics.check_timeouts.inc()
+                    metrics.check_timeouts.inc(n)
         return RewardsResponse(
             rewards=results,
             groups=group_stats(items, results, pass_threshold),
