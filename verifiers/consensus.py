@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from referee.verifiers.math.answer_extraction import extract_answer
+from referee.verifiers.math.checker import EVAL_ERRORS
 from referee.verifiers.math.comparison import equal
 from referee.verifiers.math.config import MathConfig
 from referee.verifiers.math.guards import Rejected
@@ -31,18 +32,7 @@ from referee.verifiers.math.values import Value
 
 __all__ = ["Vote", "majority_vote", "read_answer"]
 
-_ERRORS = (
-    Unparseable,
-    Rejected,
-    TypeError,
-    ValueError,
-    ArithmeticError,
-    AttributeError,
-    RecursionError,
-    NotImplementedError,
-    IndexError,
-    KeyError,
-)
+_ERRORS = (Unparseable, Rejected, *EVAL_ERRORS)
 _MISSING = object()
 
 

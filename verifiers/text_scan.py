@@ -7,8 +7,9 @@ nothing heavy (the multiple-choice and format checks use it without loading symp
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
-__all__ = ["closing_brace", "find_boxed", "last_tag_content"]
+__all__ = ["Box", "boxed_spans", "closing_brace", "find_boxed", "last_tag_content"]
 
 _BOX = re.compile(r"\\(?:boxed|fbox)(?![A-Za-z])")
 _MAX_BOXES = 64
@@ -38,11 +39,20 @@ def closing_brace(text: str, start: int) -> int | None:
     return None
 
 
-def find_boxed(text: str) -> list[str]:
-    r"""Contents of every ``\boxed{...}`` / ``\fbox{...}`` (nested braces allowed), in order.
+@dataclass(frozen=True, slots=True)
+class Box:
+    start: int
+    end: int
+    content: str
 
-    ``\boxed 5`` (no braces) takes the next token. An unclosed box ends the scan."""
-    found: list[str] = []
+
+def boxed_spans(text: str, unclosed_tail: bool = False) -> list[Box]:
+    r"""Every ``\boxed{...}`` / ``\fbox{...}`` (nested braces allowed) with its span, in order,
+    blank ones included.
+
+    ``\boxed 5`` (no braces) takes the next token. A box that never closes ends the scan; with
+    ``unclosed_tail`` it takes the rest of the text (a reference cut short)."""
+    found: list[Box] = []
     pos = 0
     while len(found) < _MAX_BOXES:
         m = _BOX.search(text, pos)
@@ -54,8 +64,10 @@ def find_boxed(text: str) -> list[str]:
         if j < len(text) and text[j] == "{":
             close = closing_brace(text, j)
             if close is None:
+                if unclosed_tail:
+                    found.append(Box(m.start(), len(text), text[j + 1 :]))
                 break
-            found.append(text[j + 1 : close])
+            found.append(Box(m.start(), close + 1, text[j + 1 : close]))
             pos = close + 1
         else:
             k = j
@@ -67,9 +79,16 @@ def find_boxed(text: str) -> list[str]:
             ):
                 k += 1
             if k > j:
-                found.append(text[j:k])
+                found.append(Box(m.start(), k, text[j:k]))
             pos = max(k, j + 1)
     return found
+
+
+def find_boxed(text: str) -> list[str]:
+    r"""Contents of every ``\boxed{...}`` / ``\fbox{...}`` (nested braces allowed), in order.
+
+    ``\boxed 5`` (no braces) takes the next token. An unclosed box ends the scan."""
+    return [box.content for box in boxed_spans(text)]
 
 
 def last_tag_content(text: str, tag: str = "answer") -> str | None:

@@ -21,7 +21,7 @@ from referee.verifiers.math.verdict import MathVerdict, Outcome
 
 __all__ = ["parse", "verify"]
 
-_EVAL_ERRORS = (
+EVAL_ERRORS = (  # what reading or comparing parsed answers may raise besides our own errors
     TypeError,
     ValueError,
     ArithmeticError,
@@ -44,7 +44,7 @@ def _parse_reference(reference: str, config: MathConfig) -> Value | Exception:
     text, how = read_reference(reference)
     try:
         return parse_answer(text, config)
-    except (Unparseable, Rejected, *_EVAL_ERRORS) as exc:
+    except (Unparseable, Rejected, *EVAL_ERRORS) as exc:
         if how == "whole":
             return exc
         return Unparseable(f"{exc} (read {text[:80]!r} from the reference: {how})")
@@ -61,7 +61,7 @@ def _boxes_as_one_answer(parts: tuple[str, ...], ref: Value, cfg: MathConfig) ->
     try:
         pred = parse_answer(joined, cfg)
         method = equal(ref, pred, cfg)
-    except (Unparseable, Rejected, *_EVAL_ERRORS):
+    except (Unparseable, Rejected, *EVAL_ERRORS):
         return None
     base = {
         "extracted": joined[:500],
@@ -101,7 +101,7 @@ def verify(response: str, reference: str, config: MathConfig | None = None) -> M
             parsed.append(parse_answer(cand, cfg))
         except Rejected as exc:
             return _verdict(Outcome.REJECTED, reason=str(exc), **base)
-        except (Unparseable, *_EVAL_ERRORS) as exc:
+        except (Unparseable, *EVAL_ERRORS) as exc:
             if len(found.candidates) == 1:
                 return _verdict(Outcome.UNPARSEABLE, reason=str(exc), **base)
     if not parsed:
@@ -119,7 +119,7 @@ def verify(response: str, reference: str, config: MathConfig | None = None) -> M
         method = equal(ref, pred, cfg)
     except Rejected as exc:
         return _verdict(Outcome.REJECTED, reason=str(exc), **base)
-    except _EVAL_ERRORS as exc:
+    except EVAL_ERRORS as exc:
         return _verdict(
             Outcome.UNPARSEABLE, reason=f"comparison failed: {type(exc).__name__}", **base
         )

@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from referee.verifiers.text_scan import closing_brace
+from referee.verifiers.text_scan import Box, boxed_spans
 
 __all__ = [
     "Box",
@@ -28,9 +28,7 @@ __all__ = [
 ]
 
 _MAX_SEGMENTS = 512
-_MAX_BOXES = 64
 _DELIM = re.compile(r"\\\$|\$\$|\$|\\\(|\\\)|\\\[|\\\]|\n")
-_BOX = re.compile(r"\\(?:boxed|fbox)(?![A-Za-z])")
 
 # Chat-template tokens. A start-of-turn token after some text ends the response there (what
 # follows is a turn the model should not have written); end-of-text tokens go wherever they are.
@@ -125,43 +123,13 @@ def segment_at(text: str, start: int) -> Segment | bool | None:
     return False
 
 
-@dataclass(frozen=True, slots=True)
-class Box:
-    start: int
-    end: int
-    content: str
-
-
 def boxes(text: str, unclosed_tail: bool = False) -> list[Box]:
-    r"""Every ``\boxed{...}``/``\fbox{...}`` with its span (``\boxed 5`` takes one token).
+    r"""Every ``\boxed{...}``/``\fbox{...}`` with its span (``\boxed 5`` takes one token), blank
+    ones left out.
 
     A box that never closes ends the scan; with ``unclosed_tail`` it takes the rest of the text
     (a reference cut short)."""
-    found: list[Box] = []
-    pos = 0
-    while len(found) < _MAX_BOXES:
-        m = _BOX.search(text, pos)
-        if m is None:
-            break
-        j = m.end()
-        while j < len(text) and j - m.end() < 64 and text[j] in " \t":
-            j += 1
-        if j < len(text) and text[j] == "{":
-            close = closing_brace(text, j)
-            if close is None:
-                if unclosed_tail:
-                    found.append(Box(m.start(), len(text), text[j + 1 :]))
-                break
-            found.append(Box(m.start(), close + 1, text[j + 1 : close]))
-            pos = close + 1
-        else:
-            k = j
-            while k < len(text) and k - j < 24 and not text[k].isspace() and text[k] != "$":
-                k += 1
-            if k > j:
-                found.append(Box(m.start(), k, text[j:k]))
-            pos = max(k, j + 1)
-    return [b for b in found if b.content.strip()]
+    return [b for b in boxed_spans(text, unclosed_tail) if b.content.strip()]
 
 
 _GLUE_TEXT = re.compile(r"\\(?:text|textbf|textit|mathrm|mbox|textnormal)\s*\{[^{}]*\}")
