@@ -8,6 +8,7 @@ the sandbox executor's slots (``execution/slots.py``). No Redis, no GPU, nothing
 from __future__ import annotations
 
 import asyncio
+import gc
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
@@ -40,6 +41,21 @@ from referee.services.settings import Settings
 __all__ = ["build_judge", "create_app"]
 
 VERSION = "0.1.0"
+GC_THRESHOLDS = (50_000, 20, 20)
+"""Python's collector after start-up: a collection after 50,000 new container objects rather
+than 700. A batch builds several objects per item (its request, grader and result models), so
+with the default the collector ran about every hundred items, and each older-generation pass
+walked everything the server holds: a quarter of the server's own time per cheap item. Memory
+is freed by reference counting as before; only cycles wait longer."""
+
+
+def _settle_gc() -> None:
+    """After start-up: collect once, move what start-up built (modules, models, the app) out of
+    the collector's reach (``gc.freeze``: it is kept for the process's life anyway), and collect
+    less often (:data:`GC_THRESHOLDS`)."""
+    gc.collect()
+    gc.freeze()
+    gc.set_threshold(*GC_THRESHOLDS)
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:
@@ -58,6 +74,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         app.state.curriculum = scorer.curriculum
         app.state.jobs = build_jobs(settings, scorer)  # embedded jobs share it
         await scorer.start()
+        _settle_gc()
         try:
             yield
         finally:
