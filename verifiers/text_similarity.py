@@ -29,9 +29,11 @@ the item passed at or above it (``details.passed``), and ``binary=True`` makes t
 from __future__ import annotations
 
 import functools
+import typing
 from dataclasses import dataclass
 from typing import Any, Final
 
+from referee.client.text_grader_models import _UNAVAILABLE, TextMetric
 from referee.verifiers.glove import MAX_EMBEDDED_CHARS, cosine, glove_tokens
 
 __all__ = [
@@ -48,22 +50,11 @@ __all__ = [
     "wordnet_root",
 ]
 
-METRICS: Final = (
-    "fuzzy_match",
-    "bleu",
-    "gleu",
-    "meteor",
-    "cosine",
-    "rouge_1",
-    "rouge_2",
-    "rouge_3",
-    "rouge_4",
-    "rouge_5",
-    "rouge_l",
-)
-UNAVAILABLE: Final[dict[str, str]] = {}
-"""Metrics of OpenAI's grader that this service refuses, with the reason (none today; the client
-models keep the same table, ``referee.client.text_grader_models._UNAVAILABLE``)."""
+METRICS: Final[tuple[str, ...]] = typing.get_args(TextMetric)
+"""The metrics, in the order of the client model's ``TextMetric`` (the one list of them)."""
+UNAVAILABLE: Final[dict[str, str]] = _UNAVAILABLE
+"""Metrics of OpenAI's grader that this service refuses, with the reason (none today): the
+client model's own table, which refuses them at validation."""
 
 
 @dataclass(frozen=True, slots=True)
