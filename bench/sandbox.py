@@ -69,8 +69,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from types import ModuleType
 
-import httpx
-
+from bench.clients import thread_clients
 from referee.sandbox import (
     BwrapBackend,
     DockerBackend,
@@ -149,13 +148,7 @@ def start_server(tmp: Path) -> Server:
 
 
 def http_jobs(url: str) -> tuple[Job, Job]:
-    local = threading.local()
-
-    def client() -> httpx.Client:
-        if not hasattr(local, "client"):
-            local.client = httpx.Client(base_url=url, timeout=60)
-        c: httpx.Client = local.client
-        return c
+    client = thread_clients(url, timeout=60)
 
     def python() -> bool:
         body = {"code": PY_SOURCE, "language": "python", "stdin": "hi\n", "limits": {"time_s": 10}}

@@ -37,12 +37,13 @@ import argparse
 import os
 import shutil
 import tempfile
-import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import httpx
 
+from bench.clients import thread_clients
 from bench.sandbox import (
     CPP_SOURCE,
     CPP_TESTS,
@@ -70,16 +71,8 @@ print(open('/proc/self/cgroup').read().replace(chr(10), ' '))
 """
 
 
-def _client_factory(url: str) -> Any:
-    local = threading.local()
-
-    def client() -> httpx.Client:
-        if not hasattr(local, "client"):
-            local.client = httpx.Client(base_url=url, timeout=120)
-        c: httpx.Client = local.client
-        return c
-
-    return client
+def _client_factory(url: str) -> Callable[[], httpx.Client]:
+    return thread_clients(url, timeout=120)
 
 
 def fusion_run(client: httpx.Client, code: str, language: str, stdin: str) -> dict[str, Any]:

@@ -26,7 +26,6 @@ import json
 import re
 import sqlite3
 import tempfile
-import threading
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -34,8 +33,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-import httpx
-
+from bench.clients import thread_clients
 from referee.services.launcher import start_referee
 
 OUT = Path(__file__).parent / "out"
@@ -128,13 +126,7 @@ def in_process(score: Callable[[int], float], n: int) -> float:
 
 
 def over_http(url: str, make: Callable[[int], dict[str, Any]], n: int, batch: int) -> float:
-    local = threading.local()
-
-    def client() -> httpx.Client:
-        if not hasattr(local, "client"):
-            local.client = httpx.Client(base_url=url, timeout=600)
-        c: httpx.Client = local.client
-        return c
+    client = thread_clients(url, timeout=600)
 
     def post(first: int) -> float:
         items = [make(i) for i in range(first, min(first + batch, n))]
