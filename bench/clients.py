@@ -1,10 +1,11 @@
-"""One ``httpx.Client`` per bench thread: the benches post from a thread pool, and a client (its
-connection pool) is not shared between threads."""
+"""What the benches share: one ``httpx.Client`` per bench thread (they post from a thread pool,
+and a client's connection pool is not shared between threads), and writing a report."""
 
 from __future__ import annotations
 
 import threading
 from collections.abc import Callable
+from pathlib import Path
 
 import httpx
 
@@ -20,3 +21,10 @@ def thread_clients(url: str, timeout: float) -> Callable[[], httpx.Client]:
         return made
 
     return client
+
+
+def publish(out: Path, name: str, text: str) -> None:
+    """Print a bench's report and write it to ``out/name`` (the folder made if need be)."""
+    print(text)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / name).write_text(text + "\n")

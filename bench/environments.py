@@ -33,6 +33,7 @@ from typing import Any
 
 import httpx
 
+from bench.clients import publish
 from referee.services.launcher import Server, start_referee
 from referee.verifiers import procedural
 
@@ -209,9 +210,7 @@ def main(argv: list[str] | None = None) -> int:
         + ".",
     ]
     text = "\n".join(lines)
-    print(text)
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "environments.md").write_text(text + "\n")
+    publish(args.out, "environments.md", text)
     return 0
 
 

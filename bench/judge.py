@@ -19,6 +19,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from bench.clients import publish
 from referee.genrm.backend import LLMBackend, SamplingParams
 from referee.genrm.judges import JudgeItem, fill_template, judge_pointwise
 from referee.genrm.openai_backend import OpenAIBackend
@@ -97,9 +98,7 @@ def main(argv: list[str] | None = None) -> int:
         )
     lines += ["", "ratio = judgements/s ÷ generations/s on the same prompts (target ≥ 0.8)."]
     text = "\n".join(lines)
-    print(text)
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "judge.md").write_text(text + "\n")
+    publish(args.out, "judge.md", text)
     return 0
 
 

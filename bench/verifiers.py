@@ -37,6 +37,8 @@ from typing import Any
 
 import httpx
 
+from bench.clients import publish
+
 ROOT = Path(__file__).resolve().parent.parent
 
 WORDS = (
@@ -333,9 +335,7 @@ def main(argv: list[str] | None = None) -> int:
             cells.append(f"{rate:,.0f} | {rate / peer_rate:.2f}x | {agree:.1%}")
         lines.append(f"| {name} | {peer_rate:,.0f} | " + " | ".join(cells) + " |")
     text = "\n".join(lines)
-    print(text)
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "verifiers.md").write_text(text + "\n")
+    publish(args.out, "verifiers.md", text)
     return 0
 
 
