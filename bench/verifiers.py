@@ -26,9 +26,6 @@ import importlib.util
 import json
 import os
 import random
-import socket
-import subprocess
-import sys
 import tempfile
 import time
 from collections.abc import Callable
@@ -38,6 +35,7 @@ from typing import Any
 import httpx
 
 from bench.clients import publish
+from referee.services.launcher import Server, start_referee
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -184,45 +182,9 @@ def _timed(fn: Callable[[], list[Any]], rounds: int) -> tuple[float, list[Any]]:
 # -- referee through HTTP --------------------------------------------------------------------
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def _start(workers: int, log: Path) -> tuple[subprocess.Popen[bytes], str]:
-    port = _free_port()
-    env = {**os.environ, "REFEREE_MATH_WORKERS": str(workers), "REFEREE_MAX_BATCH_ITEMS": "100000"}
-    with open(log, "wb") as out:
-        proc = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "uvicorn",
-                "--factory",
-                "referee.services.app:create_app",
-                "--port",
-                str(port),
-                "--log-level",
-                "warning",
-            ],
-            env=env,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-        )
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(log.read_text()[-2000:])
-        try:
-            if httpx.get(url + "/readyz", timeout=2).status_code == 200:
-                return proc, url
-        except httpx.HTTPError:
-            pass
-        time.sleep(0.2)
-    proc.kill()
-    raise RuntimeError("the server did not start")
+def _start(workers: int, log: Path) -> Server:
+    env = {"REFEREE_MATH_WORKERS": str(workers), "REFEREE_MAX_BATCH_ITEMS": "100000"}
+    return start_referee(env, log=log, timeout_s=120)
 
 
 def _over_http(url: str, items: list[dict[str, Any]], rounds: int) -> tuple[float, list[Any]]:
@@ -302,15 +264,15 @@ def main(argv: list[str] | None = None) -> int:
         results: dict[tuple[str, int], tuple[float, float]] = {}
         with tempfile.TemporaryDirectory() as tmp:
             for workers in args.workers:
-                proc, url = _start(workers, Path(tmp) / f"server{workers}.log")
+                server = _start(workers, Path(tmp) / f"server{workers}.log")
+                url = server.url
                 try:
                     for name, (items, _, theirs, same) in cases.items():
                         secs, got = _over_http(url, items, args.rounds)
                         agree = sum(1 for g, w in zip(got, theirs, strict=True) if same(g, w))
                         results[(name, workers)] = (len(items) / secs, agree / len(items))
                 finally:
-                    proc.terminate()
-                    proc.wait(timeout=30)
+                    server.stop(timeout_s=30)
 
     lines = [
         "# Text graders: items/s through /v1/rewards against the peers in-process",
