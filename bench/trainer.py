@@ -53,26 +53,11 @@ def start_server(tmp: Path, workers: int) -> Server:
 
 def write_policy(path: Path) -> None:
     """A 2-layer, 128-wide Llama (about 0.43M parameters) with the byte tokenizer."""
-    import torch
-    from transformers import LlamaConfig, LlamaForCausalLM
-
+    from referee.genrm.tiny_model import tiny_llama
     from referee.trainer_adapter.tiny_policy import byte_tokenizer
 
     tokenizer = byte_tokenizer()
-    torch.manual_seed(0)
-    config = LlamaConfig(
-        vocab_size=len(tokenizer),
-        hidden_size=128,
-        intermediate_size=256,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        num_key_value_heads=4,
-        max_position_embeddings=256,
-        pad_token_id=tokenizer.pad_token_id,
-        eos_token_id=tokenizer.eos_token_id,
-        bos_token_id=None,
-    )
-    model = LlamaForCausalLM(config)
+    model = tiny_llama(tokenizer, hidden=128, max_positions=256, seed=0)
     model.generation_config.eos_token_id = None  # random weights: always write the full length
     model.save_pretrained(path)
     tokenizer.save_pretrained(path)

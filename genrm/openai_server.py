@@ -172,26 +172,14 @@ def create_app(
 
 def tiny_transformers_backend(seed: int = 0) -> Any:
     """A 2-layer Llama with random weights and ByT5's file-free byte tokenizer (no download)."""
-    import torch
-    from transformers import ByT5Tokenizer, LlamaConfig, LlamaForCausalLM
+    from transformers import ByT5Tokenizer
 
+    from referee.genrm.tiny_model import tiny_llama
     from referee.genrm.transformers_backend import TransformersBackend
 
-    torch.manual_seed(seed)
     tok = ByT5Tokenizer()
-    config = LlamaConfig(
-        vocab_size=len(tok),
-        hidden_size=64,
-        intermediate_size=128,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        num_key_value_heads=4,
-        max_position_embeddings=4096,
-        pad_token_id=tok.pad_token_id,
-        eos_token_id=tok.eos_token_id,
-        bos_token_id=None,
-    )
-    return TransformersBackend(LlamaForCausalLM(config), tok, name="tiny-llama")
+    model = tiny_llama(tok, hidden=64, max_positions=4096, seed=seed)
+    return TransformersBackend(model, tok, name="tiny-llama")
 
 
 def create_tiny_app() -> FastAPI:

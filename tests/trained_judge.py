@@ -286,24 +286,9 @@ def _tokenizer() -> Any:
 
 
 def _model(tokenizer: Any, seed: int) -> Any:
-    import torch
-    from transformers import LlamaConfig, LlamaForCausalLM
+    from referee.genrm.tiny_model import tiny_llama
 
-    torch.manual_seed(seed)
-    config = LlamaConfig(
-        vocab_size=len(tokenizer),
-        hidden_size=64,
-        intermediate_size=128,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        num_key_value_heads=4,
-        max_position_embeddings=2048,
-        pad_token_id=tokenizer.pad_token_id,
-        eos_token_id=tokenizer.eos_token_id,
-        bos_token_id=None,
-        tie_word_embeddings=False,
-    )
-    return LlamaForCausalLM(config)
+    return tiny_llama(tokenizer, hidden=64, max_positions=2048, seed=seed)
 
 
 def _batch(tokenizer: Any, lessons: Sequence[Lesson]) -> tuple[Any, Any, Any]:

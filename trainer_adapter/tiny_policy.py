@@ -58,24 +58,11 @@ def tool_tokenizer() -> Any:
 
 def tiny_policy(tokenizer: Any, seed: int = 0, hidden: int = 64) -> Any:
     """A 2-layer Llama (about 100k parameters) with random weights."""
-    import torch
-    from transformers import LlamaConfig, LlamaForCausalLM
+    from referee.genrm.tiny_model import tiny_llama
 
-    torch.manual_seed(seed)
-    config = LlamaConfig(
-        vocab_size=len(tokenizer),
-        hidden_size=hidden,
-        intermediate_size=2 * hidden,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        num_key_value_heads=4,
-        max_position_embeddings=64,
-        pad_token_id=tokenizer.pad_token_id,
-        eos_token_id=tokenizer.eos_token_id,
-        bos_token_id=None,
-        tie_word_embeddings=True,
+    return tiny_llama(
+        tokenizer, hidden=hidden, max_positions=64, seed=seed, tie_word_embeddings=True
     )
-    return LlamaForCausalLM(config)
 
 
 def addition_rows(n: int = 8, seed: int = 0) -> list[dict[str, str]]:
