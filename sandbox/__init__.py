@@ -8,12 +8,13 @@
     result.reward()                            # 1.0
 
 Modules: ``models`` (limits, results), ``bwrap_backend`` / ``docker_backend`` /
-``local_backend`` (isolation), ``cgroups``, ``seccomp_filter``, ``resource_limits``,
-``process_io`` (capped I/O under a deadline), ``languages`` (recipes), ``programs``
-(compile once, run many), ``comparison``, ``drivers`` and ``harness`` (tests and rewards),
-``code_extraction`` (the program in a model's response), ``interpreter`` (a persistent,
-sandboxed Python for multi-turn tool use; ``supervised`` is the sandbox start-up it shares
-with the batches of ``programs``).
+``local_backend`` (isolation; ``bwrap_command`` builds bubblewrap's command line), ``cgroups``,
+``seccomp_filter``, ``resource_limits``, ``process_io`` (capped I/O under a deadline),
+``languages`` (recipes), ``programs`` (compile once, run many), ``comparison``, ``drivers`` and
+``harness`` (tests and rewards), ``code_extraction`` (the program in a model's response),
+``interpreter`` (a persistent, sandboxed Python for multi-turn tool use; its limits, results
+and request/answer frames are ``interpreter_cells``; ``supervised`` is the sandbox start-up it
+shares with the batches of ``programs``).
 No HTTP here: ``referee.services`` wires this to the API.
 """
 
