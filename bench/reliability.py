@@ -45,7 +45,7 @@ from typing import Any
 
 import httpx
 
-from referee.services.launcher import Server, start_redis, start_referee
+from referee.services.launcher import TINY_MODELS_ENV, Server, start_redis, start_referee
 
 ROOT = Path(__file__).resolve().parent.parent
 MIB = 1024 * 1024
@@ -66,14 +66,7 @@ def _rss_mb(pid: int) -> float:
 
 # -- sections ---------------------------------------------------------------------------------
 def bench_schemathesis(tmp: Path, examples: int) -> dict[str, Any]:
-    env = {
-        "REFEREE_JUDGE_BACKEND": "transformers",
-        "REFEREE_JUDGE_MODEL": "tiny-random",
-        "REFEREE_POLICY_BACKEND": "transformers",
-        "REFEREE_POLICY_MODEL": "tiny-random",
-        "REFEREE_TORCH_THREADS": "1",
-        "REFEREE_MAX_BATCH_ITEMS": "64",
-    }
+    env = {**TINY_MODELS_ENV, "REFEREE_MAX_BATCH_ITEMS": "64"}
     server = start_server(env, tmp / "schemathesis-server.log")
     try:
         httpx.post(server.url + "/v1/curriculum/problems", json={"n": 1}, timeout=300)

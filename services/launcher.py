@@ -29,6 +29,7 @@ from types import TracebackType
 import httpx
 
 __all__ = [
+    "TINY_MODELS_ENV",
     "Server",
     "ServerFailed",
     "free_port",
@@ -39,6 +40,15 @@ __all__ = [
 ]
 
 HOST = "127.0.0.1"
+TINY_MODELS_ENV: Mapping[str, str] = {
+    "REFEREE_JUDGE_BACKEND": "transformers",
+    "REFEREE_JUDGE_MODEL": "tiny-random",
+    "REFEREE_POLICY_BACKEND": "transformers",
+    "REFEREE_POLICY_MODEL": "tiny-random",
+    "REFEREE_TORCH_THREADS": "1",
+}
+"""The settings of a server (or CLI run) with every model part on: the randomly initialised
+2-layer judge and policy, in-process, one torch thread (tests and benches; nothing downloaded)."""
 
 
 class ServerFailed(RuntimeError):

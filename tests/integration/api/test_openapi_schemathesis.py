@@ -31,6 +31,8 @@ from typing import Any
 import httpx
 import pytest
 
+from referee.services.launcher import TINY_MODELS_ENV
+
 EXCLUDED = [
     "positive_data_acceptance",
     "negative_data_rejection",
@@ -44,14 +46,7 @@ EXCLUDED = [
 def full_server(tmp_path_factory: pytest.TempPathFactory, referee_server_factory: Any) -> Any:
     srv = referee_server_factory(
         Path(tmp_path_factory.mktemp("schemathesis")),
-        {
-            "REFEREE_JUDGE_BACKEND": "transformers",
-            "REFEREE_JUDGE_MODEL": "tiny-random",
-            "REFEREE_POLICY_BACKEND": "transformers",
-            "REFEREE_POLICY_MODEL": "tiny-random",
-            "REFEREE_TORCH_THREADS": "1",
-            "REFEREE_MAX_BATCH_ITEMS": "64",
-        },
+        {**TINY_MODELS_ENV, "REFEREE_MAX_BATCH_ITEMS": "64"},
         "schemathesis",
     )
     # The first problem generation imports reasoning-gym: done once here, not inside a

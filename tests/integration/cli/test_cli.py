@@ -9,6 +9,8 @@ from typing import Any
 import procedural_deadline as deadline
 from referee_cli import referee
 
+from referee.services.launcher import TINY_MODELS_ENV
+
 Server = Any
 
 
@@ -173,13 +175,7 @@ def test_rewards_in_process_use_the_judge_and_policy_the_settings_name(tmp_path:
         },
     ]
     src.write_text("".join(json.dumps(item) + "\n" for item in items))
-    env = {
-        "REFEREE_JUDGE_BACKEND": "transformers",
-        "REFEREE_JUDGE_MODEL": "tiny-random",
-        "REFEREE_POLICY_BACKEND": "transformers",
-        "REFEREE_POLICY_MODEL": "tiny-random",
-        "REFEREE_TORCH_THREADS": "1",
-    }
+    env = dict(TINY_MODELS_ENV)
     done = referee("rewards", str(src), "--out", str(out), "--workers", "1", "--quiet", env=env)
     assert done.returncode == 0, done.stderr
     judged, estimated = (json.loads(line) for line in out.read_text().splitlines())
