@@ -45,12 +45,19 @@ from typing import Any
 
 from referee.verifiers.check_lanes import Lane, LaneQueue, current_lane, pick, starve_wait
 from referee.verifiers.check_tasks import Gather, Slot, Task
-from referee.verifiers.check_worker import TimedOut, Worker, WorkerFailed, run_chunk
+from referee.verifiers.check_worker import (
+    TimedOut,
+    Worker,
+    WorkerFailed,
+    run_chunk,
+    start_worker,
+)
 
 __all__ = ["CheckPool", "Lane", "PoolHealth", "TimedOut", "WorkerFailed", "current_lane"]
 
 _PRELOAD = ["referee.verifiers.registry"]  # imports the math verifier
 _FIRST_CHUNK = 4  # the largest first chunk of a lane whose checks were never timed
+_RESTART_S = 0.1  # after a worker could not start (its chunk failed), before the next try
 
 
 @dataclass(frozen=True, slots=True)
@@ -340,28 +347,26 @@ class CheckPool:
                     break
                 if not batch:  # a spare manager idle for long: its process goes
                     if worker is not None:
-                        self._stop(worker)
+                        worker.stop()
                         worker = None
                     continue
                 if worker is None or not worker.proc.is_alive():
                     if worker is not None:
                         worker.kill()
-                    worker = Worker(self._ctx, self.memory_mb)
+                    started = start_worker(self._ctx, self.memory_mb)
+                    if isinstance(started, WorkerFailed):  # no process, pipe or memory left
+                        self._settle_all([(t, started, None) for t in batch])
+                        worker = None
+                        time.sleep(_RESTART_S)
+                        continue
+                    worker = started
                 if not self._run_batch(index, worker, batch):
                     worker.kill()
                     self.replaced += 1
                     worker = None
         finally:
             if worker is not None:
-                self._stop(worker)
-
-    @staticmethod
-    def _stop(worker: Worker) -> None:
-        try:
-            worker.conn.send(None)
-        except (OSError, ValueError):
-            pass
-        worker.kill()
+                worker.stop()
 
     def _run_batch(self, index: int, worker: Worker, batch: list[Task]) -> bool:
         """Run a chunk on ``worker``; False when the worker had to be killed."""

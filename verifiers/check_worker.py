@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 if TYPE_CHECKING:
     from referee.verifiers.check_tasks import Task
 
-__all__ = ["Answers", "TimedOut", "Worker", "WorkerFailed", "run_chunk"]
+__all__ = ["Answers", "TimedOut", "Worker", "WorkerFailed", "run_chunk", "start_worker"]
 
 _READY = "ready"
 FLUSH_S = 0.005
@@ -118,14 +118,20 @@ class Worker:
     def __init__(self, ctx: Any, memory_mb: int) -> None:
         parent, child = ctx.Pipe()
         self.conn: Connection = parent
-        self.progress: Any = ctx.RawArray("d", 2)
-        """The running task's index in its chunk (-1: none started yet) and its start time."""
-        self.progress[0] = -1.0
-        self.proc = ctx.Process(
-            target=_worker_main, args=(child, memory_mb, self.progress), daemon=True
-        )
-        self.proc.start()
-        child.close()
+        try:
+            self.progress: Any = ctx.RawArray("d", 2)
+            """The running task's index in its chunk (-1: none started yet) and its start
+            time."""
+            self.progress[0] = -1.0
+            self.proc = ctx.Process(
+                target=_worker_main, args=(child, memory_mb, self.progress), daemon=True
+            )
+            self.proc.start()
+        except BaseException:
+            parent.close()
+            raise
+        finally:
+            child.close()
         self.ready = False
 
     def wait_ready(self, timeout_s: float = _START_S) -> bool:
@@ -145,6 +151,14 @@ class Worker:
                 return False
         return False
 
+    def stop(self) -> None:
+        """Ask the worker to exit, then make sure it has."""
+        try:
+            self.conn.send(None)
+        except (OSError, ValueError):
+            pass
+        self.kill()
+
     def kill(self) -> None:
         try:
             self.proc.kill()
@@ -152,6 +166,16 @@ class Worker:
             pass
         self.proc.join(timeout=5)
         self.conn.close()
+
+
+def start_worker(ctx: Any, memory_mb: int) -> Worker | WorkerFailed:
+    """A new worker, or why none could start (no process, file descriptor or memory left, or
+    a start method that refused): the chunk it was for then fails with that reason, instead
+    of its manager thread dying and the chunk's callers waiting for ever."""
+    try:
+        return Worker(ctx, memory_mb)
+    except Exception as exc:
+        return WorkerFailed(f"could not start a worker process: {type(exc).__name__}: {exc}"[:500])
 
 
 class Answers(Protocol):

@@ -128,3 +128,36 @@ def test_closed_pool_refuses_work() -> None:
     pool.close()
     with pytest.raises(RuntimeError, match="closed"):
         pool.submit(worker_pid)
+
+
+_NO_FILE_LEFT = """
+import resource
+from referee.verifiers import CheckPool, WorkerFailed
+
+pool = CheckPool(workers=1, extra_workers=0, timeout_s=10)
+soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+resource.setrlimit(resource.RLIMIT_NOFILE, (3, hard))  # no new descriptor: no pipe, no process
+failed = pool.map(pow, [(2, 10), (3, 3)])
+failed = [f.result(timeout=60) for f in failed]
+resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+again = [f.result(timeout=120) for f in pool.map(pow, [(2, 10), (3, 3)])]
+pool.close()
+assert all(isinstance(f, WorkerFailed) for f in failed), failed
+assert "could not start a worker process" in failed[0].reason, failed
+assert again == [1024, 27], again
+print("ok", failed[0].reason)
+"""
+
+
+def test_a_worker_that_cannot_start_fails_its_chunk_and_the_next_one_starts() -> None:
+    """With no file descriptor left (so no pipe to a worker, no process), the checks fail with
+    the reason at once instead of waiting for ever on a manager thread that died; once
+    descriptors are back, the same pool starts a worker and answers."""
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [sys.executable, "-c", _NO_FILE_LEFT], capture_output=True, text=True, timeout=240
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "Too many open files" in done.stdout, done.stdout
