@@ -299,9 +299,13 @@ def item_deadline(
     """An item's deadline on the pool: ``timeout_s`` per math check, the seconds its leaves
     give themselves (``sql``), at least ``procedural_timeout_s`` (default
     :data:`PROCEDURAL_TIMEOUT_S`) with a leaf whose first check imports libraries."""
-    found = [(leaf, _kind(leaf)) for leaf in iter_leaves(grader)]
+    if grader["type"] == "weighted":
+        found = [(leaf, _kind(leaf)) for leaf in iter_leaves(grader)]
+    else:  # a leaf (the common case: no walk)
+        found = [(grader, _kind(grader))]
     own = sum(k.seconds(leaf) for leaf, k in found if k.seconds is not None)
-    deadline = max(timeout_s * max(1, count_math_leaves(grader)), own)
+    checks = sum(1 for _, k in found if k.math_checks)
+    deadline = max(timeout_s * max(1, checks), own)
     if not any(k.imports for _, k in found):
         return deadline
     least = PROCEDURAL_TIMEOUT_S if procedural_timeout_s is None else procedural_timeout_s

@@ -52,8 +52,11 @@ def iter_leaves(grader: Grader, *, inner: bool = False) -> Iterator[Grader]:
 
 def has_type(grader: Grader, types: Collection[str]) -> bool:
     """Whether the grader is, or has among its ``weighted`` parts, a leaf of ``types``."""
-    if grader["type"] in types:
+    kind = grader["type"]
+    if kind in types:
         return True
+    if kind != "weighted":  # a leaf (the common case: no walk)
+        return False
     return any(leaf["type"] in types for leaf in iter_leaves(grader))
 
 

@@ -61,8 +61,15 @@ def _result(item_id: str, score: float | None, details: Any) -> RewardResult:
     details = details if type(details) is dict else dict(details)
     score = None if score is None else float(score)
     return RewardResult.model_construct(
-        id=item_id, score=score, valid=reward_is_valid(score, details), details=details
+        set(_EVERY_FIELD),  # given: pydantic need not work it out (a third of the cost)
+        id=item_id,
+        score=score,
+        valid=reward_is_valid(score, details),
+        details=details,
     )
+
+
+_EVERY_FIELD = frozenset(RewardResult.model_fields)
 
 
 def mean_score(results: Sequence[RewardResult]) -> float:
