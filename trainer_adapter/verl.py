@@ -36,39 +36,24 @@ group graders (majority vote, length penalty) work; the per-sample form sees one
 from __future__ import annotations
 
 import os
-import threading
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from referee.client.errors import RefereeError
 from referee.client.grader_specs import fill_grader, fill_item, parse_grader, plain
 from referee.client.models import RewardItem, RewardResult
-from referee.client.sdk import RefereeClient
+from referee.trainer_adapter.client_cache import ClientCache
 
 __all__ = ["DEFAULT_URL", "compute_score", "compute_score_batch", "reset_clients"]
 
 DEFAULT_URL = "http://127.0.0.1:8000"
-_clients: dict[tuple[str, str | None, int], RefereeClient] = {}
-_lock = threading.Lock()
-
-
-def _client(url: str, api_key: str | None) -> RefereeClient:
-    """One client per server, key and process (veRL's reward workers are Ray processes)."""
-    key = (url, api_key, os.getpid())
-    with _lock:
-        client = _clients.get(key)
-        if client is None:
-            client = RefereeClient(url, api_key=api_key, max_retries=4)
-            _clients[key] = client
-        return client
+_clients = ClientCache(max_retries=4)
+_client = _clients.get
 
 
 def reset_clients() -> None:
     """Close the cached clients (tests; a long-lived process that changes servers)."""
-    with _lock:
-        for client in _clients.values():
-            client.close()
-        _clients.clear()
+    _clients.reset()
 
 
 def _settings(kwargs: Mapping[str, Any]) -> tuple[str, str | None, float]:

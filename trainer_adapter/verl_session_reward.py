@@ -19,12 +19,11 @@ from __future__ import annotations
 
 import logging
 import os
-import threading
 from collections.abc import Mapping
 from typing import Any
 
 from referee.client.errors import RefereeError
-from referee.client.sdk import RefereeClient
+from referee.trainer_adapter.client_cache import ClientCache
 
 __all__ = ["compute_score", "reset_clients"]
 
@@ -32,24 +31,12 @@ SESSION_KEY = "referee_session"  # the same key as verl_tool.SESSION_KEY (that m
 DEFAULT_URL = "http://127.0.0.1:8000"
 _log = logging.getLogger(__name__)
 
-_lock = threading.Lock()
-_clients: dict[str, RefereeClient] = {}
-
-
-def _client(url: str) -> RefereeClient:
-    with _lock:
-        client = _clients.get(url)
-        if client is None:
-            client = _clients[url] = RefereeClient(url, max_retries=2)
-        return client
+_clients = ClientCache(max_retries=2)
 
 
 def reset_clients() -> None:
-    """Close the cached HTTP clients (tests; a forked reward worker)."""
-    with _lock:
-        for client in _clients.values():
-            client.close()
-        _clients.clear()
+    """Close the cached HTTP clients (tests; a long-lived process that changes servers)."""
+    _clients.reset()
 
 
 def _failed() -> dict[str, Any]:
@@ -93,7 +80,7 @@ def compute_score(
         or os.environ.get("REFEREE_URL")
         or DEFAULT_URL
     )
-    client = _client(str(url))
+    client = _clients.get(str(url))
     try:
         if opened_here:
             name = env or os.environ.get("REFEREE_SESSION_ENV") or "python"
