@@ -110,22 +110,19 @@ def _ok_body(request: httpx.Request) -> dict[str, Any]:
     }
 
 
+def _busy(detail: str, headers: dict[str, str] | None = None) -> httpx.Response:
+    """The server's 503 problem (its ``detail`` says why)."""
+    problem = {"type": "service-unavailable", "title": "busy", "status": 503, "detail": detail}
+    return httpx.Response(503, json=problem, headers=headers)
+
+
 def test_retries_on_503_then_succeeds() -> None:
     calls = {"n": 0}
 
     def handler(request: httpx.Request) -> httpx.Response:
         calls["n"] += 1
         if calls["n"] <= 2:
-            return httpx.Response(
-                503,
-                json={
-                    "type": "service-unavailable",
-                    "title": "busy",
-                    "status": 503,
-                    "detail": "warming up",
-                },
-                headers={"retry-after": "0"},
-            )
+            return _busy("warming up", headers={"retry-after": "0"})
         return httpx.Response(200, json=_ok_body(request))
 
     with RefereeClient(
@@ -137,15 +134,7 @@ def test_retries_on_503_then_succeeds() -> None:
 
 def test_gives_up_after_max_retries_with_the_servers_problem() -> None:
     def handler(request: httpx.Request) -> httpx.Response:
-        return httpx.Response(
-            503,
-            json={
-                "type": "service-unavailable",
-                "title": "busy",
-                "status": 503,
-                "detail": "no workers",
-            },
-        )
+        return _busy("no workers")
 
     with RefereeClient(
         "http://referee.test",
