@@ -7,7 +7,8 @@ with the pinned sha256 is used as it is; otherwise pip downloads it (``--no-deps
 sdist with ``sdist=True``) and it must have that sha256. Without PyPI the download fails with the
 command and pip's message: the tests that need a peer's own code fail, they do not skip.
 
-The modules that use it load it by path: benchmarks load those modules from their files too.
+Test modules import it (``tests/`` is on the path of a test run); the modules that benchmarks
+load from their files load it by path too.
 """
 
 from __future__ import annotations

@@ -3,13 +3,13 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import tarfile
 from pathlib import Path
 from typing import Any
 
 import pytest
+from pinned_download import pinned_file
 
 from referee.client.models import RewardItem
 from referee.verifiers.json_schema import check_json_schema
@@ -45,13 +45,7 @@ def _refs(node: Any) -> list[Any]:
 
 
 def _suite() -> list[tuple[str, Any, Any, bool]]:
-    spec = importlib.util.spec_from_file_location(
-        "referee_pinned_download", Path(__file__).resolve().parents[2] / "pinned_download.py"
-    )
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    sdist: Path = module.pinned_file("jsonschema", VERSION, SDIST, SHA256, sdist=True)
+    sdist = pinned_file("jsonschema", VERSION, SDIST, SHA256, sdist=True)
     cases = []
     with tarfile.open(sdist) as tar:
         for member in tar.getmembers():
