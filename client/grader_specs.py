@@ -96,15 +96,26 @@ def reference_text(value: Any) -> str | None:
     return value if isinstance(value, str) else json.dumps(value, default=str)
 
 
-def tests_from_value(value: Any) -> list[dict[str, Any]] | None:
-    """Tests from a list of test objects, or from ``{"inputs": [...], "outputs": [...]}`` (each
-    input fed as stdin, each output the expected stdout); JSON text of either is accepted."""
+_UNREADABLE: Any = object()
+
+
+def _json_value(value: Any) -> Any:
+    """A row's value as plain Python: JSON text decoded (text that is not JSON, or nests past
+    the parser's recursion limit: ``_UNREADABLE``), a dataset's own types made plain."""
     if isinstance(value, str):
         try:
             value = json.loads(value)
-        except json.JSONDecodeError:
-            return None
-    value = plain(value)
+        except (json.JSONDecodeError, RecursionError):
+            return _UNREADABLE
+    return plain(value)
+
+
+def tests_from_value(value: Any) -> list[dict[str, Any]] | None:
+    """Tests from a list of test objects, or from ``{"inputs": [...], "outputs": [...]}`` (each
+    input fed as stdin, each output the expected stdout); JSON text of either is accepted."""
+    value = _json_value(value)
+    if value is _UNREADABLE:
+        return None
     if isinstance(value, list) and all(isinstance(t, dict) for t in value):
         return value
     if isinstance(value, dict) and isinstance(value.get("inputs"), list):
@@ -123,12 +134,9 @@ def instructions_from_value(value: Any) -> dict[str, Any]:
     IFEval row (``{"instruction_id_list", "kwargs"}``), ``{"instructions": [...]}`` or a list of
     ``{"id", "kwargs"}``, or JSON text of one of these. Nothing usable: ``{}`` (the grader is then
     refused for having no instructions)."""
-    if isinstance(value, str):
-        try:
-            value = json.loads(value)
-        except (json.JSONDecodeError, RecursionError):
-            return {}
-    value = plain(value)
+    value = _json_value(value)
+    if value is _UNREADABLE:
+        return {}
     if isinstance(value, list) and all(isinstance(v, dict) and "id" in v for v in value):
         return {"instructions": value}
     if isinstance(value, dict):
@@ -152,12 +160,9 @@ def _no_reference(value: Any) -> bool:
 def tool_calls_from_value(value: Any) -> list[dict[str, Any]] | None:
     """Reference tool calls from a list of ``{"name", "arguments"}`` (or one such object), or
     JSON text of either (xLAM's ``answers`` column is a JSON string)."""
-    if isinstance(value, str):
-        try:
-            value = json.loads(value)
-        except json.JSONDecodeError:
-            return None
-    value = plain(value)
+    value = _json_value(value)
+    if value is _UNREADABLE:
+        return None
     if isinstance(value, dict):
         value = [value]
     if isinstance(value, list) and all(isinstance(c, dict) and "name" in c for c in value):

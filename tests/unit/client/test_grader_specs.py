@@ -73,3 +73,18 @@ def test_a_named_grader_carries_the_rows_reference_and_tests() -> None:
     assert filled["tests"] == [{"stdin": "1 2\n", "stdout": "3\n"}]
     weighted = {"type": "weighted", "graders": [{"weight": 1, "grader": named}]}
     assert fill_grader(weighted, "5")["graders"][0]["grader"]["reference"] == "5"
+
+
+def test_a_column_that_is_not_json_or_nests_too_deep_is_no_reference() -> None:
+    """A row's tests, tool calls or instructions as text that does not parse (or nests past the
+    parser's recursion limit) read as nothing usable, never as an exception in the trainer."""
+    deep = "[" * 100_000 + "]" * 100_000
+    for text in ("not json", deep):
+        assert grader_specs.tests_from_value(text) is None
+        assert grader_specs.tool_calls_from_value(text) is None
+        assert grader_specs.instructions_from_value(text) == {}
+    calls = '[{"name": "f", "arguments": {"x": 1}}]'
+    assert grader_specs.tool_calls_from_value(calls) == [{"name": "f", "arguments": {"x": 1}}]
+    assert grader_specs.tests_from_value('{"inputs": ["1"], "outputs": ["2"]}') == [
+        {"stdin": "1", "stdout": "2"}
+    ]
