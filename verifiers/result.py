@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any, Final
 
-__all__ = ["OUTCOMES", "CheckResult"]
+__all__ = ["OUTCOMES", "CheckResult", "result_dict"]
 
 OUTCOMES: Final = ("correct", "wrong", "no_answer", "hedged", "bad_reference")
 """The outcome names these checks produce."""
@@ -37,6 +37,12 @@ class CheckResult:
         return self.outcome == "correct"
 
     def to_dict(self) -> dict[str, Any]:
-        data = asdict(self)
-        data["outcome"] = str(self.outcome)  # a StrEnum member becomes its plain value
-        return data
+        return result_dict(self)
+
+
+def result_dict(result: Any) -> dict[str, Any]:
+    """The fields of a result dataclass as a dict, every one kept (``None`` too), with its
+    ``outcome`` as a plain string (a StrEnum member becomes its value)."""
+    data = asdict(result)
+    data["outcome"] = str(result.outcome)
+    return data

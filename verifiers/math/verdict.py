@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
+
+from referee.verifiers.result import result_dict
 
 __all__ = ["MathVerdict", "Outcome"]
 
@@ -42,6 +44,4 @@ class MathVerdict:
         return self.outcome is Outcome.CORRECT
 
     def to_dict(self) -> dict[str, Any]:
-        data = asdict(self)
-        data["outcome"] = self.outcome.value
-        return data
+        return result_dict(self)
