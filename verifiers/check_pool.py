@@ -44,7 +44,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from referee.verifiers.check_lanes import Lane, LaneQueue, current_lane, pick, starve_wait
-from referee.verifiers.check_tasks import Gather, Slot, Task
+from referee.verifiers.check_tasks import Gather, PoolHealth, Slot, Task
 from referee.verifiers.check_worker import (
     TimedOut,
     Worker,
@@ -58,25 +58,6 @@ __all__ = ["CheckPool", "Lane", "PoolHealth", "TimedOut", "WorkerFailed", "curre
 _PRELOAD = ["referee.verifiers.registry"]  # imports the math verifier
 _FIRST_CHUNK = 4  # the largest first chunk of a lane whose checks were never timed
 _RESTART_S = 0.1  # after a worker could not start (its chunk failed), before the next try
-
-
-@dataclass(frozen=True, slots=True)
-class PoolHealth:
-    """What the pool is doing now, read without queueing anything (``/readyz``)."""
-
-    workers: int
-    managers_alive: bool
-    queued: int
-    running: int
-    overdue: int
-    """Checks running past their deadline plus a grace: their manager should have killed them."""
-    since_last_result_s: float | None
-    dropped: int = 0
-    """Checks dropped with their lane (their client hung up) since the pool started."""
-
-    @property
-    def ok(self) -> bool:
-        return self.managers_alive and self.overdue == 0
 
 
 class CheckPool:

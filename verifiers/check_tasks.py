@@ -1,5 +1,5 @@
 """What the check pool queues: a task, and where its result goes (a Future, or a slot of an
-``amap`` call's results)."""
+``amap`` call's results); and what the pool tells of itself (:class:`PoolHealth`)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from typing import Any
 
 from referee.verifiers.check_lanes import Lane
 
-__all__ = ["Gather", "Slot", "Task"]
+__all__ = ["Gather", "PoolHealth", "Slot", "Task"]
 
 
 def _resolve(done: asyncio.Future[None]) -> None:
@@ -79,3 +79,22 @@ class Task:
     future: Future[Any] | Slot
     lane: Lane
     queued_at: float
+
+
+@dataclass(frozen=True, slots=True)
+class PoolHealth:
+    """What the pool is doing now, read without queueing anything (``/readyz``)."""
+
+    workers: int
+    managers_alive: bool
+    queued: int
+    running: int
+    overdue: int
+    """Checks running past their deadline plus a grace: their manager should have killed them."""
+    since_last_result_s: float | None
+    dropped: int = 0
+    """Checks dropped with their lane (their client hung up) since the pool started."""
+
+    @property
+    def ok(self) -> bool:
+        return self.managers_alive and self.overdue == 0
