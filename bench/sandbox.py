@@ -197,6 +197,22 @@ def pct(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
+Row = tuple[str, str, float, float, float, float]
+"""(workload, mode, p50 ms, p95 ms, jobs/s, program runs/s)"""
+
+
+def measure_plan(plan: list[tuple[str, str, Job, int, int]], width: int) -> list[Row]:
+    """Measure each (workload, mode, job, jobs, program runs per job) of ``plan`` in turn,
+    printing each mode's p50 and p95 (the mode padded to ``width``) as it is done."""
+    rows: list[Row] = []
+    for workload, mode, job, n, runs in plan:
+        latencies, wall = measure(job, n)
+        p50, p95 = pct(latencies, 0.5), pct(latencies, 0.95)
+        rows.append((workload, mode, p50, p95, n / wall, n * runs / wall))
+        print(f"{workload:7} {mode:{width}} p50 {p50:8.1f} ms  p95 {p95:8.1f} ms", flush=True)
+    return rows
+
+
 # -- many tests per program ------------------------------------------------------------------
 PROGRAMS = 16
 PY_SUM_SOURCE = "n = int(input())\nprint(sum(map(int, input().split())) + n)\n"
@@ -345,6 +361,8 @@ def verl_part(out: Path, quick: bool) -> str:
     helpers = _verl_helpers()
     solutions, tests = (8, 3) if quick else (64, 3)
     problems = [helpers.problem(i, tests) for i in range(solutions)]
+    correct = [p[0] for p in problems]
+    incorrect = [p[1] for p in problems]
     cases = [p[2] for p in problems]
     tmp = Path(tempfile.mkdtemp(prefix="bench-verl-"))
     server = start_server(tmp)
@@ -358,21 +376,11 @@ def verl_part(out: Path, quick: bool) -> str:
                 ("2 callers", 2, 2),
             ):
                 start = time.perf_counter()
-                right = helpers.score_all(
-                    verl,
-                    url,
-                    [p[0] for p in problems],
-                    cases,
-                    callers=callers,
-                    max_concurrent=bound,
-                )
-                wrong = helpers.score_all(
-                    verl,
-                    url,
-                    [p[1] for p in problems],
-                    cases,
-                    callers=callers,
-                    max_concurrent=bound,
+                right, wrong = (
+                    helpers.score_all(
+                        verl, url, answers, cases, callers=callers, max_concurrent=bound
+                    )
+                    for answers in (correct, incorrect)
                 )
                 wall = time.perf_counter() - start
                 rows.append(
@@ -430,7 +438,6 @@ def main(argv: list[str] | None = None) -> int:
     tmp = Path(tempfile.mkdtemp(prefix="bench-sandbox-"))
     server = start_server(tmp)
     url = server.url
-    rows: list[tuple[str, str, float, float, float, float]] = []
     try:
         lib_py, lib_cpp = library_jobs(backend)
         http_py, http_cpp = http_jobs(url)
@@ -446,11 +453,7 @@ def main(argv: list[str] | None = None) -> int:
             dock_py, dock_cpp = library_jobs(docker)
             plan.insert(2, ("python", "library (docker)", dock_py, n_py, 1))
             plan.insert(6, ("cpp10", "library (docker)", dock_cpp, n_cpp, 10))
-        for workload, mode, job, n, runs in plan:
-            latencies, wall = measure(job, n)
-            p50, p95 = pct(latencies, 0.5), pct(latencies, 0.95)
-            rows.append((workload, mode, p50, p95, n / wall, n * runs / wall))
-            print(f"{workload:7} {mode:22} p50 {p50:8.1f} ms  p95 {p95:8.1f} ms", flush=True)
+        rows = measure_plan(plan, width=22)
     finally:
         server.stop()
         if docker is not None:

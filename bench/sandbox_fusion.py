@@ -55,8 +55,7 @@ from bench.sandbox import (
     bare_python,
     http_jobs,
     library_jobs,
-    measure,
-    pct,
+    measure_plan,
     start_server,
 )
 from referee.sandbox import BwrapBackend, get_language
@@ -173,7 +172,6 @@ def main(argv: list[str] | None = None) -> int:
     server = start_server(tmp)
     url = server.url
     sf = f"SandboxFusion /run_code (isolation {isolation})"
-    rows: list[tuple[str, str, float, float, float, float]] = []
     try:
         sf_py, sf_cpp = fusion_jobs(fusion_url)
         lib_py, lib_cpp = library_jobs(backend)
@@ -190,11 +188,7 @@ def main(argv: list[str] | None = None) -> int:
             ("cpp10", "referee http /v1/rewards, 1 request", http_rewards, n_cpp, 10),
             ("cpp10", "bare subprocess, compile once (no sandbox)", bare_cpp, n_cpp, 10),
         ]
-        for workload, mode, job, n, runs in plan:
-            latencies, wall = measure(job, n)
-            p50, p95 = pct(latencies, 0.5), pct(latencies, 0.95)
-            rows.append((workload, mode, p50, p95, n / wall, n * runs / wall))
-            print(f"{workload:7} {mode:52} p50 {p50:8.1f} ms  p95 {p95:8.1f} ms", flush=True)
+        rows = measure_plan(plan, width=52)
     finally:
         server.stop()
         shutil.rmtree(tmp, ignore_errors=True)
