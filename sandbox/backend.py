@@ -2,20 +2,37 @@
 
 A backend runs one ``ExecRequest`` and returns a ``RunResult``; it never raises for anything
 the program did. ``classify`` turns what was observed (exit status, deadline, output cap, OOM,
-CPU time) into a ``RunStatus`` the same way for every backend.
+CPU time) into a ``RunStatus`` the same way for every backend; ``finished_result`` is that for
+a finished process's ``RawOutcome``. ``communicate_request`` runs a process's I/O under the
+request's limits, ``looks_like_oom`` reads allocation failures off stderr where no memory cgroup
+says, and ``StartCounter`` counts the runs and compile steps a backend started.
 """
 
 from __future__ import annotations
 
 import signal as _signal
+import subprocess
+import threading
+from collections.abc import Callable
 from typing import Protocol, runtime_checkable
 
 from referee.sandbox.models import ExecRequest, Limits, RunResult, RunStatus
-from referee.sandbox.process_io import RawOutcome, decode_output
+from referee.sandbox.process_io import RawOutcome, communicate, decode_output
 
-__all__ = ["SandboxBackend", "classify", "split_exit_status"]
+__all__ = [
+    "OOM_MARKERS",
+    "SandboxBackend",
+    "StartCounter",
+    "classify",
+    "communicate_request",
+    "finished_result",
+    "looks_like_oom",
+    "split_exit_status",
+]
 
 _CPU_SLACK = 0.95
+OOM_MARKERS = (b"MemoryError", b"std::bad_alloc", b"out of memory", b"OutOfMemoryError")
+"""What runtimes write to stderr when an allocation fails (RLIMIT_AS instead of a cgroup)."""
 
 
 @runtime_checkable
@@ -25,6 +42,53 @@ class SandboxBackend(Protocol):
     name: str
 
     def run(self, request: ExecRequest) -> RunResult: ...
+
+
+class StartCounter:
+    """``runs_started`` and ``compiles_started`` of a backend (thread-safe): a base class."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.runs_started = 0
+        self.compiles_started = 0
+
+    def count_start(self, request: ExecRequest) -> None:
+        with self._lock:
+            if request.kind == "compile":
+                self.compiles_started += 1
+            else:
+                self.runs_started += 1
+
+
+def communicate_request(
+    proc: subprocess.Popen[bytes],
+    request: ExecRequest,
+    *,
+    started: float,
+    kill: Callable[[], None],
+) -> RawOutcome:
+    """``communicate`` with the request's stdin and limits: stdout capped at ``output_bytes``,
+    stderr kept to ``stderr_bytes`` and the program stopped past ``output_bytes`` of it."""
+    limits = request.limits
+    return communicate(
+        proc,
+        request.stdin,
+        started=started,
+        wall_time_s=limits.wall_time_s,
+        stdout_cap=limits.output_bytes,
+        stderr_cap=limits.stderr_bytes,
+        stderr_stop=limits.output_bytes,
+        kill=kill,
+    )
+
+
+def looks_like_oom(raw: RawOutcome, markers: tuple[bytes, ...] = OOM_MARKERS) -> bool:
+    """Without a memory cgroup, RLIMIT_AS turns OOM into allocation failures: spot them (one
+    of ``markers`` in the last 4 KiB of a failed run's stderr)."""
+    if raw.returncode == 0:
+        return False
+    tail = raw.stderr[-4096:]
+    return any(marker in tail for marker in markers)
 
 
 def split_exit_status(
@@ -101,4 +165,27 @@ def classify(
         cpu_time_s=cpu_time_s,
         memory_peak_bytes=memory_peak_bytes,
         message=message,
+    )
+
+
+def finished_result(
+    raw: RawOutcome,
+    limits: Limits,
+    *,
+    shell_style: bool,
+    oom_killed: bool,
+    cpu_time_s: float | None = None,
+    memory_peak_bytes: int | None = None,
+) -> RunResult:
+    """The ``RunResult`` of a finished process: its return code split as ``split_exit_status``
+    does (``shell_style``), then ``classify``."""
+    exit_code, sig = split_exit_status(raw.returncode, shell_style=shell_style)
+    return classify(
+        raw,
+        limits,
+        exit_code=exit_code,
+        signal=sig,
+        oom_killed=oom_killed,
+        cpu_time_s=cpu_time_s,
+        memory_peak_bytes=memory_peak_bytes,
     )

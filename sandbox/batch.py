@@ -23,7 +23,7 @@ import os
 import resource
 import time
 
-from referee.sandbox.backend import classify, split_exit_status
+from referee.sandbox.backend import finished_result, looks_like_oom
 from referee.sandbox.cgroups import RunCgroup
 from referee.sandbox.models import ExecRequest, Limits, RunResult
 from referee.sandbox.process_io import RawOutcome
@@ -133,14 +133,12 @@ class BatchSandbox:
             total = self._cgroup.cpu_time_s()
             if total is not None:
                 cpu, self._cpu_used = max(0.0, total - self._cpu_used), total
-        exit_code, sig = split_exit_status(raw.returncode, shell_style=True)
         maxrss = answer.get("maxrss")
-        result = classify(
+        result = finished_result(
             raw,
             limits,
-            exit_code=exit_code,
-            signal=sig,
-            oom_killed=oom if self._cgroup is not None else _looks_like_oom(raw),
+            shell_style=True,
+            oom_killed=oom if self._cgroup is not None else looks_like_oom(raw),
             cpu_time_s=cpu,
             memory_peak_bytes=maxrss if isinstance(maxrss, int) and maxrss > 0 else None,
         )
@@ -162,9 +160,3 @@ def _bytes(value: object) -> bytes:
 
 def _float(value: object) -> float:
     return float(value) if isinstance(value, int | float) else 0.0
-
-
-def _looks_like_oom(raw: RawOutcome) -> bool:
-    from referee.sandbox.bwrap_backend import _looks_like_oom as check
-
-    return check(raw)

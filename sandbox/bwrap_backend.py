@@ -39,16 +39,20 @@ import os
 import select
 import shutil
 import subprocess
-import threading
 import time
 from collections.abc import Mapping
 
-from referee.sandbox.backend import classify, split_exit_status
+from referee.sandbox.backend import (
+    StartCounter,
+    communicate_request,
+    finished_result,
+    looks_like_oom,
+)
 from referee.sandbox.bwrap_command import bwrap_argv, bwrap_features, find_bwrap, sandbox_env
 from referee.sandbox.cgroups import CgroupManager, RunCgroup, detect_cgroups
 from referee.sandbox.errors import SandboxUnavailable
 from referee.sandbox.models import ExecRequest, Limits, RunResult, RunStatus
-from referee.sandbox.process_io import RawOutcome, communicate, decode_output
+from referee.sandbox.process_io import RawOutcome, decode_output
 from referee.sandbox.resource_limits import apply_rlimits, rlimits_for
 from referee.sandbox.seccomp_filter import SeccompUnavailable, seccomp_fd
 
@@ -57,7 +61,7 @@ __all__ = ["BwrapBackend", "find_bwrap"]
 _INFO_TIMEOUT_S = 10.0
 
 
-class BwrapBackend:
+class BwrapBackend(StartCounter):
     """Runs requests under bubblewrap. Thread-safe; one instance serves a whole process."""
 
     name = "bwrap"
@@ -82,9 +86,7 @@ class BwrapBackend:
         if missing:
             raise SandboxUnavailable(f"{bwrap_path} lacks {', '.join(sorted(missing))}")
         self._features = features
-        self._lock = threading.Lock()
-        self.runs_started = 0
-        self.compiles_started = 0
+        super().__init__()
 
     @classmethod
     def create(
@@ -161,11 +163,7 @@ class BwrapBackend:
     # -- one run ------------------------------------------------------------------------------
 
     def run(self, request: ExecRequest) -> RunResult:
-        with self._lock:
-            if request.kind == "compile":
-                self.compiles_started += 1
-            else:
-                self.runs_started += 1
+        self.count_start(request)
         limits = request.limits
         cgroup: RunCgroup | None = None
         try:
@@ -227,16 +225,7 @@ class BwrapBackend:
             if cgroup is not None:
                 cgroup.kill_all()
 
-        raw = communicate(
-            proc,
-            request.stdin,
-            started=started,
-            wall_time_s=limits.wall_time_s,
-            stdout_cap=limits.output_bytes,
-            stderr_cap=limits.stderr_bytes,
-            stderr_stop=limits.output_bytes,
-            kill=kill,
-        )
+        raw = communicate_request(proc, request, started=started, kill=kill)
         if _is_bwrap_failure(raw):
             return RunResult(
                 status=RunStatus.SANDBOX_ERROR,
@@ -244,13 +233,11 @@ class BwrapBackend:
                 wall_time_s=raw.wall_time_s,
                 message="bwrap could not run the command",
             )
-        exit_code, sig = split_exit_status(raw.returncode, shell_style=True)
-        return classify(
+        return finished_result(
             raw,
             limits,
-            exit_code=exit_code,
-            signal=sig,
-            oom_killed=cgroup.oom_killed() if cgroup is not None else _looks_like_oom(raw),
+            shell_style=True,
+            oom_killed=cgroup.oom_killed() if cgroup is not None else looks_like_oom(raw),
             cpu_time_s=cgroup.cpu_time_s() if cgroup is not None else None,
             memory_peak_bytes=cgroup.memory_peak_bytes() if cgroup is not None else None,
         )
@@ -291,14 +278,3 @@ def _setup_failure(proc: subprocess.Popen[bytes], message: str) -> RunResult:
 def _is_bwrap_failure(raw: RawOutcome) -> bool:
     """bwrap's own errors (a failed exec of the command) exit 1 with a ``bwrap:`` line."""
     return raw.returncode == 1 and raw.stderr.startswith(b"bwrap: ") and not raw.stdout
-
-
-def _looks_like_oom(raw: RawOutcome) -> bool:
-    """Without a memory cgroup, RLIMIT_AS turns OOM into allocation failures: spot them."""
-    if raw.returncode == 0:
-        return False
-    tail = raw.stderr[-4096:]
-    return any(
-        marker in tail
-        for marker in (b"MemoryError", b"std::bad_alloc", b"out of memory", b"OutOfMemoryError")
-    )

@@ -36,7 +36,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from referee.sandbox.backend import classify, split_exit_status
+from referee.sandbox.backend import StartCounter, finished_result
 from referee.sandbox.errors import SandboxUnavailable
 from referee.sandbox.languages import IMAGE_TOOLS, by_name_argv
 from referee.sandbox.models import MIB, SANDBOX_UID, ExecRequest, RunResult, RunStatus
@@ -117,7 +117,7 @@ def _probe_image_tools(client: Any, image: str) -> frozenset[str]:
     return frozenset(line.strip() for line in text.splitlines() if line.strip())
 
 
-class DockerBackend:
+class DockerBackend(StartCounter):
     """Per-run containers. Thread-safe (the SDK client is shared; each run has its container)."""
 
     name = "docker"
@@ -129,9 +129,7 @@ class DockerBackend:
         self.image = image
         # None: not probed (every tool is tried; a missing one fails as the program would).
         self.tools = tools
-        self._lock = threading.Lock()
-        self.runs_started = 0
-        self.compiles_started = 0
+        super().__init__()
 
     @classmethod
     def create(cls, image: str = DEFAULT_IMAGE, base_url: str | None = None) -> DockerBackend:
@@ -178,11 +176,7 @@ class DockerBackend:
             self.client.close()
 
     def run(self, request: ExecRequest) -> RunResult:
-        with self._lock:
-            if request.kind == "compile":
-                self.compiles_started += 1
-            else:
-                self.runs_started += 1
+        self.count_start(request)
         argv = by_name_argv(request.argv)
         if self.tools is not None and not argv[0].startswith("/") and argv[0] not in self.tools:
             return RunResult(
@@ -347,13 +341,4 @@ class DockerBackend:
                 message="the container did not report its exit status",
                 wall_time_s=wall,
             )
-        exit_code, sig = split_exit_status(returncode, shell_style=True)
-        return classify(
-            raw,
-            limits,
-            exit_code=exit_code,
-            signal=sig,
-            oom_killed=oom,
-            cpu_time_s=None,
-            memory_peak_bytes=None,
-        )
+        return finished_result(raw, limits, shell_style=True, oom_killed=oom)

@@ -15,34 +15,30 @@ import shutil
 import signal
 import subprocess
 import tempfile
-import threading
 import time
 from pathlib import Path
 
-from referee.sandbox.backend import classify, split_exit_status
+from referee.sandbox.backend import (
+    StartCounter,
+    communicate_request,
+    finished_result,
+    looks_like_oom,
+)
 from referee.sandbox.models import ExecRequest, RunResult, RunStatus
-from referee.sandbox.process_io import communicate
 from referee.sandbox.resource_limits import preexec_rlimits, rlimits_for
 
 __all__ = ["UnsafeLocalBackend"]
 
+_OOM_MARKERS = (b"MemoryError", b"std::bad_alloc", b"OutOfMemoryError")
 
-class UnsafeLocalBackend:
+
+class UnsafeLocalBackend(StartCounter):
     """Plain subprocesses with rlimits and a process-group kill. For trusted code only."""
 
     name = "unsafe_local"
 
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self.runs_started = 0
-        self.compiles_started = 0
-
     def run(self, request: ExecRequest) -> RunResult:
-        with self._lock:
-            if request.kind == "compile":
-                self.compiles_started += 1
-            else:
-                self.runs_started += 1
+        self.count_start(request)
         limits = request.limits
         work = Path(tempfile.mkdtemp(prefix="referee-local-"))
         code = request.program_dir or work
@@ -82,30 +78,9 @@ class UnsafeLocalBackend:
                 os.killpg(proc.pid, signal.SIGKILL)
 
         try:
-            raw = communicate(
-                proc,
-                request.stdin,
-                started=started,
-                wall_time_s=limits.wall_time_s,
-                stdout_cap=limits.output_bytes,
-                stderr_cap=limits.stderr_bytes,
-                stderr_stop=limits.output_bytes,
-                kill=kill,
-            )
+            raw = communicate_request(proc, request, started=started, kill=kill)
         finally:
             kill()
             shutil.rmtree(work, ignore_errors=True)
-        exit_code, sig = split_exit_status(raw.returncode, shell_style=False)
-        tail = raw.stderr[-4096:]
-        oom = raw.returncode != 0 and any(
-            m in tail for m in (b"MemoryError", b"std::bad_alloc", b"OutOfMemoryError")
-        )
-        return classify(
-            raw,
-            limits,
-            exit_code=exit_code,
-            signal=sig,
-            oom_killed=oom,
-            cpu_time_s=None,
-            memory_peak_bytes=None,
-        )
+        oom = looks_like_oom(raw, _OOM_MARKERS)
+        return finished_result(raw, limits, shell_style=False, oom_killed=oom)

@@ -22,10 +22,17 @@ from referee.sandbox import (
     known_languages,
     select_backend,
 )
-from referee.sandbox.backend import classify, split_exit_status
+from referee.sandbox.backend import (
+    StartCounter,
+    classify,
+    finished_result,
+    looks_like_oom,
+    split_exit_status,
+)
 from referee.sandbox.drivers import make_nonce, parse_marked_result
 from referee.sandbox.errors import ENABLE_HINT
 from referee.sandbox.languages import _java_class as java_class
+from referee.sandbox.models import ExecRequest
 from referee.sandbox.process_io import RawOutcome, decode_output
 from referee.sandbox.resource_limits import rlimits_for
 from referee.sandbox.seccomp_filter import DENIED_SYSCALLS, bpf_program
@@ -109,6 +116,33 @@ def test_classify_precedence() -> None:
     assert _classify(raw(), exit_code=None, sig=9, oom=True).status is RunStatus.MEMORY_LIMIT
     over = _classify(raw(stdout_overflow=True, timed_out=True), oom=True)
     assert over.status is RunStatus.OUTPUT_LIMIT and over.truncated
+
+
+def test_finished_result_splits_then_classifies() -> None:
+    limits = Limits(wall_time_s=2)
+    shell = finished_result(raw(returncode=139), limits, shell_style=True, oom_killed=False)
+    assert (shell.exit_code, shell.signal, shell.cpu_time_s) == (None, 11, None)
+    plain = finished_result(raw(returncode=139), limits, shell_style=False, oom_killed=False)
+    assert (plain.exit_code, plain.signal, plain.status) == (139, None, RunStatus.RUNTIME_ERROR)
+    oom = finished_result(
+        raw(returncode=1), limits, shell_style=True, oom_killed=True, memory_peak_bytes=5
+    )
+    assert oom.status is RunStatus.MEMORY_LIMIT and oom.memory_peak_bytes == 5
+
+
+def test_looks_like_oom_reads_a_failed_runs_stderr_tail() -> None:
+    assert looks_like_oom(raw(returncode=1, stderr=b"x" * 9000 + b"MemoryError"))
+    assert not looks_like_oom(raw(returncode=1, stderr=b"MemoryError" + b"x" * 9000))
+    assert not looks_like_oom(raw(returncode=0, stderr=b"MemoryError"))
+    assert looks_like_oom(raw(returncode=None, stderr=b"out of memory"))
+    assert not looks_like_oom(raw(returncode=1, stderr=b"out of memory"), (b"MemoryError",))
+
+
+def test_start_counter_counts_runs_and_compiles() -> None:
+    counter = StartCounter()
+    for kind in ("run", "compile", "run"):
+        counter.count_start(ExecRequest(argv=("true",), kind=kind))
+    assert (counter.runs_started, counter.compiles_started) == (2, 1)
 
 
 def test_output_decoding_never_fails() -> None:
