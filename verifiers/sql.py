@@ -142,11 +142,7 @@ def _reference_rows(
     if key in _references:
         _references.move_to_end(key)
         return _references[key]
-    conn = _fresh_copy(source, limits)
-    try:
-        run = _run(conn, reference.strip().rstrip(";"), limits, digits)
-    finally:
-        conn.close()
+    run = _run(_fresh_copy(source, limits), reference.strip().rstrip(";"), limits, digits)
     if run.rows is not None:
         _references[key] = run
         while len(_references) > 256:
@@ -194,11 +190,7 @@ def sql_match(
     query = extract_sql(response) if extract else (response.strip().rstrip(";") or None)
     if query is None:
         return done(0.0, "no_answer", reason="no SQL query in the response")
-    conn = _fresh_copy(source, limits)
-    try:
-        got = _run(conn, query, limits, float_digits)
-    finally:
-        conn.close()
+    got = _run(_fresh_copy(source, limits), query, limits, float_digits)
     if got.rows is None:
         assert got.outcome is not None
         return done(0.0, got.outcome, query=query[:2000], reason=got.reason, ordered=ordered)

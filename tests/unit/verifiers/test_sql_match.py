@@ -7,6 +7,7 @@ for what ATTACH / VACUUM INTO would have written.
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -138,6 +139,29 @@ def test_each_check_sees_a_fresh_copy() -> None:
 
 LIMITS = SQLLimits(timeout_s=0.5, max_rows=1000)
 TABLE_BOMB = "WITH RECURSIVE c(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM c)"
+
+
+def test_checks_on_databases_in_turn_each_see_their_own() -> None:
+    """Checks run on one kept connection per thread, overwritten with each check's database:
+    in turn with another database, and after a query stopped with its statement still open,
+    each check sees its own database whole."""
+    other = "CREATE TABLE singer(id INT); INSERT INTO singer VALUES (1), (2);"
+    for _ in range(3):
+        assert sql_match("SELECT count(*) FROM singer", SETUP, "SELECT 5").score == 1.0
+        stopped = sql_match(f"{TABLE_BOMB} SELECT i FROM c", other, "SELECT 1", limits=LIMITS)
+        assert stopped.outcome in ("too_large", "timeout")
+        assert sql_match("SELECT count(*) FROM singer", other, "SELECT 2").score == 1.0
+        assert sql_match("DELETE FROM singer", other, "SELECT 1").outcome == "refused"
+        assert sql_match("SELECT count(*) FROM singer", SETUP, "SELECT 5").score == 1.0
+
+
+def test_threads_checking_at_once_each_see_their_own_database() -> None:
+    other = "CREATE TABLE singer(id INT); INSERT INTO singer VALUES (1), (2);"
+    cases = [(SETUP, "SELECT 5"), (other, "SELECT 2")] * 100
+    with ThreadPoolExecutor(4) as pool:
+        scores = list(pool.map(lambda c: sql_match("SELECT count(*) FROM singer", *c).score, cases))
+    assert scores == [1.0] * len(cases)
+
 
 # (name, statement, the outcomes that stop it; a row or size cap may be beaten to it by the
 # deadline on a loaded machine, and either stops it)
