@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import asyncio
 from http.cookiejar import CookieJar, DefaultCookiePolicy
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeVar
 
 import httpx
 from fastapi import FastAPI, HTTPException, Request
@@ -63,6 +63,20 @@ def _masked(row: dict[str, Any], kind: str, reason: str) -> RefereeVerifyRespons
     """referee's own failure: no reward of the model, the sample masked, the reason named."""
     failure = {"reward": 0.0, "mask_sample": True, "failure_kind": kind, "failure_reason": reason}
     return RefereeVerifyResponse.model_validate({**row, **failure})
+
+
+Req = TypeVar("Req", ResourcesSeedSessionRequest, ResourcesCloseSessionRequest)
+
+
+def _resources_request(body: Any, model: type[Req]) -> Req | None:
+    """The resources-session request of a seed or close body (None: the body is not one, an
+    older agent's call); one that is malformed is a 422 naming the model."""
+    if not (isinstance(body, dict) and "resources_session_id" in body):
+        return None
+    try:
+        return model.model_validate(body)
+    except ValidationError as e:
+        raise HTTPException(422, f"not a {model.__name__}: {e}") from e
 
 
 class RefereeResourcesServer(SimpleResourcesServer):
@@ -136,11 +150,8 @@ class RefereeResourcesServer(SimpleResourcesServer):
 
     async def seed_session(self, request: Request) -> Any:  # type: ignore[override]
         body = await self._json(request)
-        if isinstance(body, dict) and "resources_session_id" in body:
-            try:
-                seed = ResourcesSeedSessionRequest.model_validate(body)
-            except ValidationError as e:
-                raise HTTPException(422, f"not a ResourcesSeedSessionRequest: {e}") from e
+        seed = _resources_request(body, ResourcesSeedSessionRequest)
+        if seed is not None:
             rid = seed.resources_session_id
             if rid in self._closed:
                 raise HTTPException(409, f"Resources session is already closed: {rid}")
@@ -200,11 +211,8 @@ class RefereeResourcesServer(SimpleResourcesServer):
 
     async def close_resources_session(self, request: Request) -> Any:  # type: ignore[override]
         body = await self._json(request)
-        if isinstance(body, dict) and "resources_session_id" in body:
-            try:
-                close = ResourcesCloseSessionRequest.model_validate(body)
-            except ValidationError as e:
-                raise HTTPException(422, f"not a ResourcesCloseSessionRequest: {e}") from e
+        close = _resources_request(body, ResourcesCloseSessionRequest)
+        if close is not None:
             rid = close.resources_session_id
             known = self._episodes.get(rid)
             if known is not None and known[0] != close.episode_id:
