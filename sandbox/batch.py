@@ -22,6 +22,7 @@ from __future__ import annotations
 import os
 import resource
 import time
+from collections.abc import Sequence
 
 from referee.sandbox.backend import finished_result, looks_like_oom
 from referee.sandbox.cgroups import RunCgroup
@@ -91,14 +92,22 @@ class BatchSandbox:
     # -- one test -----------------------------------------------------------------------------
 
     def run(
-        self, stdin: bytes, limits: Limits, *, argv: tuple[str, ...] | None, path: str
+        self,
+        stdin: bytes,
+        limits: Limits,
+        *,
+        argv: tuple[str, ...] | None,
+        path: str,
+        preload: Sequence[str] = (),
     ) -> RunResult | None:
-        """One test: ``argv`` to exec, or None to run the Python file ``path`` in a fork."""
+        """One test: ``argv`` to exec, or None to run the Python file ``path`` in a fork (of a
+        supervisor that has imported the modules of ``preload``)."""
         if not self.alive or limits != self.limits:
             return None
         request: dict[str, object] = {
             "argv": list(argv) if argv is not None else None,
             "path": path,
+            "preload": list(preload),
             "stdin": stdin,
             "wall": limits.wall_time_s,
             "rlimits": self._rlimits(limits),

@@ -7,7 +7,8 @@ namespaces, seccomp filter and cgroup). It reads requests from fd 0 and answers 
 test at a time (frames: 8-byte big-endian length + ``marshal`` data):
 
 * request ``{"argv": [...] | None, "path": str, "stdin": bytes, "wall": float, "rlimits":
-  [(res, soft, hard)], "stdout_cap": int, "stderr_cap": int, "stderr_stop": int}``. With an
+  [(res, soft, hard)], "stdout_cap": int, "stderr_cap": int, "stderr_stop": int, "preload":
+  [module names]}``. With an
   ``argv`` the test process execs it (a compiled program); with ``argv=None`` it is a fork of
   this already-initialised interpreter that runs the Python file ``path`` as ``__main__``;
 * answer ``{"returncode", "timed_out", "overflow", "err_overflow", "err_truncated", "wall",
@@ -19,7 +20,10 @@ System V IPC objects, so no state of one test reaches the next. It makes itself 
 that a test (same uid) cannot open its pipes or memory through /proc; a test can still kill or
 stop it, which the host sees (end of stream or no answer in time) and answers by running the
 rest in fresh sandboxes. It imports only builtin or tiny modules, so a forked test starts from
-an interpreter with no more state than a fresh ``python -I -S`` plus ``exit``/``quit``.
+an interpreter with no more state than a fresh ``python -I -S`` plus ``exit``/``quit``, and the
+standard modules a request names in ``"preload"`` (imported once, before the test forks: the
+python grader's driver asks for ``json`` and the few modules graders import, each of which a
+fresh interpreter pays for on every run).
 """
 
 import gc
@@ -139,8 +143,27 @@ def _compiled(path: str) -> object:
     return _COMPILED[path]
 
 
+_PRELOADED: set[str] = set()
+
+
+def _preload(names: list) -> None:  # type: ignore[type-arg]
+    """Import what the host asked for, once, before the first test forks from here (a module
+    that fails to import is left to the test, which then gets its error as usual)."""
+    fresh = [n for n in names if n not in _PRELOADED]
+    for name in fresh:
+        _PRELOADED.add(name)
+        try:
+            __import__(name)
+        except Exception:  # the test imports it itself and sees the error
+            pass
+    if fresh:
+        gc.freeze()  # as for a compiled program: its pages are never written in a test
+
+
 def _run_one(req: dict) -> dict | tuple[str, object]:  # type: ignore[type-arg]
     """Run one test; in the test process return the path and code of the Python it runs."""
+    if req["argv"] is None and req.get("preload"):
+        _preload(req["preload"])
     code = _compiled(req["path"]) if req["argv"] is None else None
     in_r, in_w = os.pipe()
     out_r, out_w = os.pipe()

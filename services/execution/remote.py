@@ -157,8 +157,10 @@ class RemoteSandbox:
         stdins: Sequence[str],
         limits: Limits,
         compile_limits: Limits,
+        preload: Sequence[str] = (),
     ) -> list[RunResult]:
-        """One run per input, each a ``/v1/sandbox/run`` of its own (any node may take it)."""
+        """One run per input, each a ``/v1/sandbox/run`` of its own (any node may take it;
+        ``preload`` is the node's concern: each run there is a sandbox of its own)."""
         return [self.run_once(code, language, x, limits, compile_limits)[1] for x in stdins]
 
     def grade_code(

@@ -55,8 +55,11 @@ class CodeRunner(Protocol):
         stdins: Sequence[str],
         limits: Limits,
         compile_limits: Limits,
+        preload: Sequence[str] = (),
     ) -> list[RunResult]:
-        """One program run once per input, in order."""
+        """One program run once per input, in order (``preload``: standard modules a Python
+        program of referee's own imports on every run, imported once where runs share a
+        sandbox)."""
         ...
 
     def grade_code(
@@ -112,12 +115,13 @@ class LocalRunner:
         stdins: Sequence[str],
         limits: Limits,
         compile_limits: Limits,
+        preload: Sequence[str] = (),
     ) -> list[RunResult]:
         """Prepared once; each input in a process of its own, inside one sandbox where the
-        backend can (``ProgramSession``)."""
+        backend can (``ProgramSession``, which imports ``preload`` once there)."""
         with (
             prepare(code, language, self.backend, compile_limits=compile_limits) as program,
-            program.session() as session,
+            program.session(preload) as session,
         ):
             return [session.run(stdin, limits) for stdin in stdins]
 

@@ -148,6 +148,33 @@ def test_a_forked_test_sees_a_fresh_interpreter(
     assert "'a\\r\\nb\\n'" in batched[0][1]
 
 
+# What of the preloaded modules a run finds imported when it starts, and whether a run's
+# change to one of them is seen by the next run.
+PRELOAD_PROBE = r"""
+import sys
+print(sorted(m for m in ("json", "re", "traceback") if m in sys.modules))
+import json
+print(getattr(json, "planted", None))
+json.planted = "left by an earlier run"
+"""
+
+
+def test_preloaded_modules_are_imported_once_and_each_run_still_forks_fresh(
+    backend: BwrapBackend,
+) -> None:
+    """A session's ``preload`` (the python grader's driver: json and friends) is imported by the
+    supervisor before the runs fork: each run finds it imported, and what a run does to it
+    stays in that run. Without ``preload`` a run finds none of it, as a fresh interpreter."""
+    with prepare(PRELOAD_PROBE, "python", backend) as program:
+        with program.session(("json", "traceback", "no_such_module")) as session:
+            runs = [session.run("", LIMITS) for _ in range(3)]
+            assert session.batched_runs == 3
+        assert [r.stdout for r in runs] == ["['json', 're', 'traceback']\nNone\n"] * 3
+        with program.session() as session:
+            fresh = session.run("", LIMITS)
+        assert fresh.stdout == "[]\nNone\n"
+
+
 def test_run_tests_per_test_limits_and_stdin_in_one_sandbox(backend: BwrapBackend) -> None:
     source = (
         "import sys\n"
