@@ -22,9 +22,10 @@ from fastapi.openapi.utils import get_openapi
 
 from referee.client.models import Problem
 
-__all__ = ["install_openapi"]
+__all__ = ["API_KEY_PROBLEM", "install_openapi", "problem_responses"]
 
 PROBLEM_JSON = "application/problem+json"
+API_KEY_PROBLEM = "Missing or unknown API key"
 _COMMON = {
     "401": "Missing or unknown API key (checked before the body is read)",
     "413": "The body is larger than REFEREE_MAX_BODY_BYTES (counted as it arrives)",
@@ -32,6 +33,12 @@ _COMMON = {
     "500": "A fault of the server: logged; the body says nothing of its internals",
 }
 _REF = re.compile(r"^#/components/schemas/(.+)$")
+
+
+def problem_responses(descriptions: dict[int, str]) -> dict[int | str, dict[str, Any]]:
+    """A router's or a route's ``responses=`` table: each status with its description, its body
+    a :class:`Problem`."""
+    return {code: {"model": Problem, "description": text} for code, text in descriptions.items()}
 
 
 def _problem_content(response: dict[str, Any]) -> None:

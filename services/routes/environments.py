@@ -33,25 +33,28 @@ from referee.client.environment_models import (
     TaskCurriculum,
 )
 from referee.client.errors import InvalidRequest, NotFound, PayloadTooLarge, ServiceUnavailable
-from referee.client.models import Problem, ProceduralGrader
+from referee.client.models import ProceduralGrader
 from referee.services.environments.curriculum import (
     CurriculumStore,
     curriculum_from_settings,
     draw_tasks,
     task_weight,
 )
+from referee.services.openapi_doc import API_KEY_PROBLEM, problem_responses
 from referee.verifiers import TimedOut, WorkerFailed, procedural
 
 __all__ = ["curriculum_store", "generate_problems", "router"]
 
 _CHUNK = 64
-_PROBLEMS: dict[int | str, dict[str, Any]] = {
-    401: {"model": Problem, "description": "Missing or unknown API key"},
-    404: {"model": Problem, "description": "Unknown task"},
-    413: {"model": Problem, "description": "Too many problems"},
-    422: {"model": Problem, "description": "Invalid config or level"},
-    503: {"model": Problem, "description": "reasoning-gym is not installed"},
-}
+_PROBLEMS = problem_responses(
+    {
+        401: API_KEY_PROBLEM,
+        404: "Unknown task",
+        413: "Too many problems",
+        422: "Invalid config or level",
+        503: "reasoning-gym is not installed",
+    }
+)
 router = APIRouter(prefix="/v1", tags=["environments"], responses=_PROBLEMS)
 
 

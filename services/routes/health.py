@@ -9,7 +9,7 @@ from fastapi import APIRouter, Request, Response
 from fastapi.responses import JSONResponse
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
-from referee.client.models import Problem
+from referee.services.openapi_doc import problem_responses
 from referee.verifiers import CheckPool
 from referee.verifiers.check_pool import PoolHealth
 from referee.verifiers.math import verify
@@ -54,7 +54,7 @@ async def _math_ready(pool: CheckPool, health: PoolHealth) -> tuple[bool, str]:
 @router.get(
     "/readyz",
     summary="Readiness: the check pool works (never waits behind batches)",
-    responses={503: {"model": Problem, "description": "Not ready: the body says what is not"}},
+    responses=problem_responses({503: "Not ready: the body says what is not"}),
 )
 async def readyz(request: Request) -> JSONResponse:
     """Answers at once, also under load: an idle pool runs a probe check, a busy one is judged

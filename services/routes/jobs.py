@@ -4,24 +4,24 @@ in the API process otherwise; the API is the same either way."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from fastapi import APIRouter, Request, Response
 
 from referee.client.errors import PayloadTooLarge
 from referee.client.job_models import JobRequest, JobStatus
-from referee.client.models import Problem
+from referee.services.openapi_doc import API_KEY_PROBLEM, problem_responses
 
 __all__ = ["router"]
 
-_PROBLEMS: dict[int | str, dict[str, Any]] = {
-    401: {"model": Problem, "description": "Missing or unknown API key"},
-    404: {"model": Problem, "description": "No such job"},
-    409: {"model": Problem, "description": "The id is taken by a different request"},
-    413: {"model": Problem, "description": "Too many items or too large a body"},
-    422: {"model": Problem, "description": "Invalid request"},
-    503: {"model": Problem, "description": "The job store or queue is unreachable"},
-}
+_PROBLEMS = problem_responses(
+    {
+        401: API_KEY_PROBLEM,
+        404: "No such job",
+        409: "The id is taken by a different request",
+        413: "Too many items or too large a body",
+        422: "Invalid request",
+        503: "The job store or queue is unreachable",
+    }
+)
 router = APIRouter(prefix="/v1/jobs", tags=["jobs"], responses=_PROBLEMS)
 
 

@@ -3,20 +3,18 @@
 from __future__ import annotations
 
 import time
-from typing import Any
 
 from fastapi import APIRouter, Request
 
-from referee.client.models import JudgeRequest, JudgeResponse, JudgeResult, Problem, RewardItem
+from referee.client.models import JudgeRequest, JudgeResponse, JudgeResult, RewardItem
+from referee.services.openapi_doc import API_KEY_PROBLEM, problem_responses
 from referee.services.scoring.judge import require_judge, resolve_judge_leaves
 
 __all__ = ["router"]
 
-_PROBLEMS: dict[int | str, dict[str, Any]] = {
-    401: {"model": Problem, "description": "Missing or unknown API key"},
-    422: {"model": Problem, "description": "Invalid request"},
-    503: {"model": Problem, "description": "No judge model is configured"},
-}
+_PROBLEMS = problem_responses(
+    {401: API_KEY_PROBLEM, 422: "Invalid request", 503: "No judge model is configured"}
+)
 router = APIRouter(prefix="/v1", tags=["judge"], responses=_PROBLEMS)
 
 

@@ -21,7 +21,6 @@ from fastapi.responses import PlainTextResponse
 from starlette.convertors import Convertor, register_url_convertor
 
 from referee.client.errors import InvalidRequest, NotFound
-from referee.client.models import Problem
 from referee.client.session_models import (
     CreateSessionRequest,
     SessionReward,
@@ -33,17 +32,20 @@ from referee.client.session_models import (
     ToolCallResponse,
     VerifyRequest,
 )
+from referee.services.openapi_doc import API_KEY_PROBLEM, problem_responses
 
 __all__ = ["COOKIE", "router"]
 
 COOKIE = "referee_nemo_gym___{env}"
-_PROBLEMS: dict[int | str, dict[str, Any]] = {
-    401: {"model": Problem, "description": "Missing or unknown API key"},
-    404: {"model": Problem, "description": "Unknown environment, or no (or a closed) session"},
-    409: {"model": Problem, "description": "The episode is over"},
-    422: {"model": Problem, "description": "A row the environment cannot use"},
-    503: {"model": Problem, "description": "Too many live sessions (Retry-After), or no sandbox"},
-}
+_PROBLEMS = problem_responses(
+    {
+        401: API_KEY_PROBLEM,
+        404: "Unknown environment, or no (or a closed) session",
+        409: "The episode is over",
+        422: "A row the environment cannot use",
+        503: "Too many live sessions (Retry-After), or no sandbox",
+    }
+)
 router = APIRouter(prefix="/nemo-gym/{env}", tags=["nemo-gym"], responses=_PROBLEMS)
 
 _GYM_FIELDS = ("responses_create_params", "response", "reward", "reward_components", "seed")

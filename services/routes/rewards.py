@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from typing import Any
 
 from fastapi import APIRouter, Request
 
@@ -13,22 +12,24 @@ from referee.client.models import (
     GradersResponse,
     MathVerifyRequest,
     MathVerifyResponse,
-    Problem,
     RewardItem,
     RewardsRequest,
     RewardsResponse,
 )
+from referee.services.openapi_doc import API_KEY_PROBLEM, problem_responses
 from referee.services.scoring.scorer import Scorer
 from referee.verifiers import TimedOut, WorkerFailed
 from referee.verifiers.math import verify
 
 __all__ = ["router", "score_for_request"]
 
-_PROBLEMS: dict[int | str, dict[str, Any]] = {
-    401: {"model": Problem, "description": "Missing or unknown API key"},
-    413: {"model": Problem, "description": "Too many items or too large a body"},
-    422: {"model": Problem, "description": "Invalid request (malformed JSON, wrong field, ...)"},
-}
+_PROBLEMS = problem_responses(
+    {
+        401: API_KEY_PROBLEM,
+        413: "Too many items or too large a body",
+        422: "Invalid request (malformed JSON, wrong field, ...)",
+    }
+)
 router = APIRouter(prefix="/v1", tags=["rewards"], responses=_PROBLEMS)
 
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Awaitable, Callable
-from typing import Any
 
 from fastapi import APIRouter, Request
 
@@ -18,7 +17,6 @@ from referee.client.models import (
     CodeGradeRequest,
     CodeGradeResponse,
     ExecutionResult,
-    Problem,
     SandboxLanguages,
     SandboxRunRequest,
     SandboxRunResponse,
@@ -26,23 +24,20 @@ from referee.client.models import (
 from referee.services.execution.program_tests import code_deadline_s
 from referee.services.execution.slots import SandboxExecutor
 from referee.services.execution.wire import run_result_dict
+from referee.services.openapi_doc import API_KEY_PROBLEM, problem_responses
 
 __all__ = ["hang_up", "router"]
 
-_PROBLEMS: dict[int | str, dict[str, Any]] = {
-    401: {"model": Problem, "description": "Missing or unknown API key"},
-    422: {"model": Problem, "description": "Invalid request (unknown language, ...)"},
-    503: {
-        "model": Problem,
-        "description": "No isolation backend: code execution is refused; or (with Retry-After) "
-        "the queue for a sandbox slot is full",
-    },
-    504: {
-        "model": Problem,
-        "description": "No sandbox slot came free within REFEREE_SANDBOX_QUEUE_WAIT_S; retry "
-        "after Retry-After",
-    },
-}
+_PROBLEMS = problem_responses(
+    {
+        401: API_KEY_PROBLEM,
+        422: "Invalid request (unknown language, ...)",
+        503: "No isolation backend: code execution is refused; or (with Retry-After) the queue "
+        "for a sandbox slot is full",
+        504: "No sandbox slot came free within REFEREE_SANDBOX_QUEUE_WAIT_S; retry after "
+        "Retry-After",
+    }
+)
 router = APIRouter(prefix="/v1/sandbox", tags=["sandbox"], responses=_PROBLEMS)
 
 

@@ -14,13 +14,10 @@ veRL's client retries; a full queue is 503 with ``Retry-After``.
 
 from __future__ import annotations
 
-from typing import Any
-
 from fastapi import APIRouter, Request
 
 from referee.client.errors import InvalidRequest
 from referee.client.models import (
-    Problem,
     RunCodeRequest,
     RunCodeResponse,
     RunLimits,
@@ -28,6 +25,7 @@ from referee.client.models import (
 from referee.sandbox import RunStatus
 from referee.services.execution.slots import SandboxExecutor
 from referee.services.execution.wire import to_run_code_result
+from referee.services.openapi_doc import problem_responses
 from referee.services.routes.sandbox import hang_up
 
 __all__ = ["ping_router", "router"]
@@ -39,17 +37,13 @@ ping_router = APIRouter(tags=["compat"])
 _LANGUAGES = {"nodejs": "javascript"}
 
 
-_QUEUE_PROBLEMS: dict[int | str, dict[str, Any]] = {
-    503: {
-        "model": Problem,
-        "description": "No isolation backend; or (with Retry-After) the slot queue is full",
-    },
-    504: {
-        "model": Problem,
-        "description": "No sandbox slot came free within REFEREE_SANDBOX_QUEUE_WAIT_S (with "
-        "Retry-After; veRL's client retries it)",
-    },
-}
+_QUEUE_PROBLEMS = problem_responses(
+    {
+        503: "No isolation backend; or (with Retry-After) the slot queue is full",
+        504: "No sandbox slot came free within REFEREE_SANDBOX_QUEUE_WAIT_S (with Retry-After; "
+        "veRL's client retries it)",
+    }
+)
 
 
 @router.post(

@@ -23,7 +23,6 @@ from typing import Any
 from fastapi import APIRouter, Depends, FastAPI, Request
 from starlette.convertors import Convertor, register_url_convertor
 
-from referee.client.models import Problem
 from referee.client.session_models import (
     CreateSessionRequest,
     CreateSessionResponse,
@@ -37,6 +36,7 @@ from referee.client.session_models import (
     VerifyRequest,
 )
 from referee.services.auth import require_api_key
+from referee.services.openapi_doc import API_KEY_PROBLEM, problem_responses
 from referee.services.sessions.catalog import ENVIRONMENTS
 from referee.services.sessions.episode import EnvContext
 from referee.services.sessions.manager import SessionManager
@@ -44,13 +44,15 @@ from referee.services.sessions.router import SessionRouter, serving
 
 __all__ = ["install", "router"]
 
-_PROBLEMS: dict[int | str, dict[str, Any]] = {
-    401: {"model": Problem, "description": "Missing or unknown API key"},
-    404: {"model": Problem, "description": "Unknown environment, or no such (or a closed) session"},
-    409: {"model": Problem, "description": "The episode is over, or a request_id reused"},
-    422: {"model": Problem, "description": "A task row the environment cannot use"},
-    503: {"model": Problem, "description": "Too many live sessions (Retry-After), or no sandbox"},
-}
+_PROBLEMS = problem_responses(
+    {
+        401: API_KEY_PROBLEM,
+        404: "Unknown environment, or no such (or a closed) session",
+        409: "The episode is over, or a request_id reused",
+        422: "A task row the environment cannot use",
+        503: "Too many live sessions (Retry-After), or no sandbox",
+    }
+)
 router = APIRouter(prefix="/v1/sessions", tags=["sessions"], responses=_PROBLEMS)
 
 
