@@ -180,14 +180,23 @@ pulls in re: about 20 ms a run otherwise), its traceback on an error, and what g
 most (a grader still imports them as usual; the import is then a lookup)."""
 
 _GROUP_SIZE = 32
-"""Responses per sandbox job: large enough to share a sandbox, small enough to use every slot."""
+"""Responses per sandbox job at the least: enough to share a sandbox's start (about 0.1 s)."""
+_GROUP_MAX = 256
+"""Responses per sandbox job at the most, so that one batch does not hold a slot for long."""
+
+
+def _group_size(members: int, slots: int) -> int:
+    """Responses of one source per sandbox job: the source's responses spread over the slots
+    (one sandbox start per slot, not one per 32 responses), within the bounds above."""
+    return max(_GROUP_SIZE, min(_GROUP_MAX, -(-members // max(1, slots))))
 
 
 async def resolve_python_leaves(
     graders: list[dict[str, Any]], responses: Sequence[str], executor: SandboxExecutor
 ) -> list[dict[str, Any]]:
     """``graders`` with every ``python`` leaf replaced by its ``precomputed`` verdict; leaves
-    with the same source and limits run together, ``_GROUP_SIZE`` to a sandbox job."""
+    with the same source and limits run together, spread over the sandbox slots
+    (:func:`_group_size`)."""
     groups: dict[str, list[tuple[int, Path, dict[str, Any]]]] = defaultdict(list)
     for i, grader in enumerate(graders):
         for path, leaf in leaves(grader, {"python"}):
@@ -195,9 +204,10 @@ async def resolve_python_leaves(
             groups[key].append((i, path, leaf))
     runner = executor.require_runner()
     chunks = [
-        members[k : k + _GROUP_SIZE]
+        members[k : k + size]
         for members in groups.values()
-        for k in range(0, len(members), _GROUP_SIZE)
+        for size in [_group_size(len(members), executor.slots)]
+        for k in range(0, len(members), size)
     ]
 
     async def run(chunk: list[tuple[int, Path, dict[str, Any]]]) -> list[Any]:

@@ -189,3 +189,15 @@ def test_a_trainers_row_becomes_the_item() -> None:
     assert filled["code"]["item"] == {"answer": "42"}  # the grader column is not part of it
     assert filled["judge"]["item"] == {"answer": "42"}
     assert filled["own"]["item"] == {"a": 1}
+
+
+def test_python_graders_spread_over_the_sandbox_slots() -> None:
+    """One source's responses go to the slots in equal jobs (one sandbox start each), no job
+    under 32 responses (a start is shared) nor over 256 (a slot is not held for long)."""
+    from referee.services.scoring.python import _group_size
+
+    assert _group_size(200, 2) == 100
+    assert _group_size(201, 2) == 101
+    assert _group_size(10, 2) == 32
+    assert _group_size(10_000, 2) == 256
+    assert _group_size(100, 0) == 100
