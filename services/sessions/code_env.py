@@ -24,6 +24,7 @@ from referee.services.sessions.episode import (
     Episode,
     ToolResult,
     ToolSpec,
+    no_answer,
     score_one,
 )
 
@@ -145,9 +146,5 @@ class CodeEpisode(Episode):
     async def verify(self, text: str | None) -> RewardResult:
         answer = text if text is not None else self.last_answer
         if answer is None:
-            return RewardResult(
-                id="final",
-                score=0.0,
-                details={"outcome": "no_answer", "reason": "the session has no submission"},
-            )
+            return no_answer("the session has no submission")
         return await score_one(self.ctx, "final", self.final.model_dump(), answer)

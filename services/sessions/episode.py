@@ -31,6 +31,7 @@ __all__ = [
     "ToolSpec",
     "check_arguments",
     "final_text",
+    "no_answer",
     "score_one",
 ]
 
@@ -136,6 +137,11 @@ async def score_one(
     item = RewardItem.model_validate({"id": item_id, "response": response, "grader": grader})
     scored = await ctx.scorer.score([item], 1.0, "task")
     return scored.rewards[0]
+
+
+def no_answer(reason: str) -> RewardResult:
+    """The final reward of a session that has no answer to score (``reason`` says so)."""
+    return RewardResult(id="final", score=0.0, details={"outcome": "no_answer", "reason": reason})
 
 
 class Episode(ABC):

@@ -24,7 +24,7 @@ from referee.client.errors import InvalidRequest, ServiceUnavailable
 from referee.client.models import ProceduralGrader, RewardItem, RewardResult
 from referee.services.environments.curriculum import record_batch
 from referee.services.scoring.batch import on_pool, to_result
-from referee.services.sessions.episode import Answer, EnvContext, Episode
+from referee.services.sessions.episode import Answer, EnvContext, Episode, no_answer
 from referee.verifiers import TimedOut, WorkerFailed, procedural
 
 __all__ = ["ProceduralEpisode", "feedback"]
@@ -162,8 +162,4 @@ class ProceduralEpisode(Episode):
             return await self._score("final", text)
         if self.last_result is not None:
             return self.last_result.model_copy(update={"id": "final"})
-        return RewardResult(
-            id="final",
-            score=0.0,
-            details={"outcome": "no_answer", "reason": "the session has no answer"},
-        )
+        return no_answer("the session has no answer")

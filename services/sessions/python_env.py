@@ -33,6 +33,7 @@ from referee.services.sessions.episode import (
     Episode,
     ToolResult,
     ToolSpec,
+    no_answer,
     score_one,
 )
 from referee.services.settings import Settings
@@ -165,11 +166,7 @@ class PythonEpisode(Episode):
             )
         answer = text if text is not None else self.last_answer
         if answer is None:
-            return RewardResult(
-                id="final",
-                score=0.0,
-                details={"outcome": "no_answer", "reason": "the session has no final answer"},
-            )
+            return no_answer("the session has no final answer")
         return await score_one(self.ctx, "final", self.grader, answer)
 
     def close(self) -> None:
