@@ -1,11 +1,14 @@
 """What the benches share: one ``httpx.Client`` per bench thread (they post from a thread pool,
-and a client's connection pool is not shared between threads), and writing a report."""
+and a client's connection pool is not shared between threads), and writing a report (with or
+without its figures as JSON)."""
 
 from __future__ import annotations
 
+import json
 import threading
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import httpx
 
@@ -28,3 +31,12 @@ def publish(out: Path, name: str, text: str) -> None:
     print(text)
     out.mkdir(parents=True, exist_ok=True)
     (out / name).write_text(text + "\n")
+
+
+def publish_with_figures(out: Path, stem: str, figures: dict[str, Any], text: str) -> None:
+    """Write a bench's figures to ``out/stem.json`` and its report, as it is, to ``out/stem.md``
+    (the folder made if need be), then print the report."""
+    out.mkdir(parents=True, exist_ok=True)
+    (out / f"{stem}.json").write_text(json.dumps(figures, indent=2) + "\n")
+    (out / f"{stem}.md").write_text(text)
+    print(text)

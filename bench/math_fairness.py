@@ -37,6 +37,7 @@ from typing import Any
 
 import httpx
 
+from bench.clients import publish_with_figures
 from referee.services.launcher import Server, start_referee
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -187,11 +188,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     res = run(hostile, args.workers, deadline)
     if not res["behind_hostile_ms"]["n"]:
         print("the hostile batch was over before a probe could be sent: its items are not slow")
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "math_fairness.json").write_text(json.dumps(res, indent=2) + "\n")
-    text = markdown(res)
-    (args.out / "math_fairness.md").write_text(text)
-    print(text)
+    publish_with_figures(args.out, "math_fairness", res, markdown(res))
     return 0
 
 

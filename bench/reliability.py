@@ -28,7 +28,6 @@ Writes OUT/reliability.json and OUT/reliability.md (OUT defaults to bench/out/).
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import random
 import re
@@ -45,6 +44,7 @@ from typing import Any
 
 import httpx
 
+from bench.clients import publish_with_figures
 from referee.services.launcher import TINY_MODELS_ENV, Server, start_redis, start_referee
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -316,11 +316,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             res["schemathesis"] = bench_schemathesis(tmp, 5 if args.quick else 30)
             args.out.mkdir(parents=True, exist_ok=True)
             (args.out / "schemathesis.txt").write_text((tmp / "schemathesis.txt").read_text())
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "reliability.json").write_text(json.dumps(res, indent=2) + "\n")
-    text = markdown(res)
-    (args.out / "reliability.md").write_text(text)
-    print(text)
+    publish_with_figures(args.out, "reliability", res, markdown(res))
     return 0
 
 
