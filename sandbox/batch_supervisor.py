@@ -93,8 +93,9 @@ def _clean() -> bool:
     try:
         for path in _CLEAN_DIRS:
             empty_dir(path)
-        if _sysv_left():
-            _remove_sysv()
+        if not _sysv_left():
+            return True
+        _remove_sysv()
         return not _sysv_left()
     except OSError:
         return False
@@ -222,6 +223,8 @@ def _run_one(req: dict) -> dict | tuple[str, object]:  # type: ignore[type-arg]
         if killed_at is not None and now - killed_at > 2.0:
             break
         if not readers:
+            if status is not None:
+                break  # reaped and drained: not a millisecond more
             time.sleep(0.001)
             continue
         timeout = 0.01 if killed_at is not None else max(0.0, min(deadline - now, 0.05))
