@@ -18,7 +18,7 @@ from typing import Any
 
 from fastapi import APIRouter, Request, Response
 from fastapi.responses import PlainTextResponse
-from starlette.convertors import Convertor, register_url_convertor
+from starlette.convertors import StringConvertor, register_url_convertor
 
 from referee.client.errors import InvalidRequest, NotFound
 from referee.client.session_models import (
@@ -351,17 +351,11 @@ async def close(env: str, request: Request, response: Response) -> dict[str, Any
     return await close_session(env, request, response)
 
 
-class _ToolName(Convertor[str]):
+class _ToolName(StringConvertor):
     """A tool's name, never ``reverify_mode`` (a GET of its own): so that route's ``Allow``
     is GET alone, not GET and this route's POST."""
 
     regex = "(?!reverify_mode$)[^/]+"
-
-    def convert(self, value: str) -> str:
-        return value
-
-    def to_string(self, value: str) -> str:
-        return value
 
 
 register_url_convertor("nemo_gym_tool", _ToolName())

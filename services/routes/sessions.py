@@ -21,7 +21,7 @@ from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any
 
 from fastapi import APIRouter, Depends, FastAPI, Request
-from starlette.convertors import Convertor, register_url_convertor
+from starlette.convertors import StringConvertor, register_url_convertor
 
 from referee.client.session_models import (
     CreateSessionRequest,
@@ -56,17 +56,11 @@ _PROBLEMS = problem_responses(
 router = APIRouter(prefix="/v1/sessions", tags=["sessions"], responses=_PROBLEMS)
 
 
-class SessionIdConvertor(Convertor[str]):
+class SessionIdConvertor(StringConvertor):
     """A session id (``s-`` and hex), so ``/v1/sessions/environments`` is never read as one:
     the routes of ``/{session_id}`` do not match it, and its ``Allow`` is GET alone."""
 
     regex = "s-[0-9a-f]{1,64}"
-
-    def convert(self, value: str) -> str:
-        return value
-
-    def to_string(self, value: str) -> str:
-        return value
 
 
 register_url_convertor("session_id", SessionIdConvertor())
