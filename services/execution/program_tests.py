@@ -25,7 +25,7 @@ from referee.sandbox import (
     extract_code,
     run_tests,
 )
-from referee.services.execution.wire import run_result_dict
+from referee.services.execution.wire import limits_dict, run_result_dict
 
 __all__ = ["RUN_OVERHEAD_S", "code_deadline_s", "grade_code", "no_score"]
 
@@ -115,7 +115,7 @@ def grade_code(
         "total": result.total,
         "pass_rate": result.pass_fraction,
         "reward": mode,
-        "limits": {"time_s": limits.wall_time_s, "memory_mb": limits.memory_mb},
+        "limits": limits_dict(limits),
         "tests": [_test_detail(t) for t in result.tests],
     }
     if result.compile is not None:

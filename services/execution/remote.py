@@ -52,7 +52,7 @@ from referee.client.models import (
 )
 from referee.sandbox import Limits, RunResult
 from referee.sandbox.languages import normalize_language
-from referee.services.execution.wire import to_run_result
+from referee.services.execution.wire import limits_dict, to_run_result
 from referee.services.settings import Settings
 
 __all__ = ["CONNECT_RETRY_S", "DOWN_S", "RemoteSandbox"]
@@ -138,7 +138,7 @@ class RemoteSandbox:
             "code": code,
             "language": language,
             "stdin": stdin,
-            "limits": {"time_s": limits.wall_time_s, "memory_mb": limits.memory_mb},
+            "limits": limits_dict(limits),
             "compile_time_s": compile_limits.wall_time_s,
         }
         deadline = compile_limits.wall_time_s + limits.wall_time_s + _SLACK_S
@@ -175,7 +175,7 @@ class RemoteSandbox:
         body = {
             "grader": {
                 **grader,
-                "limits": {"time_s": limits.wall_time_s, "memory_mb": limits.memory_mb},
+                "limits": limits_dict(limits),
             },
             "response": response,
             "compile_time_s": compile_limits.wall_time_s,

@@ -7,10 +7,15 @@ from __future__ import annotations
 from typing import Any
 
 from referee.client.models import ExecutionResult, RunCodeResult
-from referee.sandbox import RunResult, RunStatus
+from referee.sandbox import Limits, RunResult, RunStatus
 from referee.sandbox.process_io import cut_for_json
 
-__all__ = ["run_result_dict", "to_run_code_result", "to_run_result"]
+__all__ = ["limits_dict", "run_result_dict", "to_run_code_result", "to_run_result"]
+
+
+def limits_dict(limits: Limits) -> dict[str, Any]:
+    """The wire shape of a run's limits (``referee.client.code_models.RunLimits``)."""
+    return {"time_s": limits.wall_time_s, "memory_mb": limits.memory_mb}
 
 
 def run_result_dict(run: RunResult, body_bytes: int | None = None) -> dict[str, Any]:
