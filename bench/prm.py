@@ -26,7 +26,6 @@ import signal
 import socket
 import statistics
 import subprocess
-import sys
 import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -38,7 +37,7 @@ from celery import Celery
 from referee.client import RefereeClient
 from referee.genrm.openai_server import tiny_transformers_backend
 from referee.genrm.prm import MonteCarloPRM, PRMConfig, PRMInput
-from referee.services.launcher import start_redis, start_referee
+from referee.services.launcher import start_redis, start_referee, worker_argv
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -181,7 +180,6 @@ def queue_throughput(n_jobs: int, rounds: int, tmp: Path) -> dict[str, dict[str,
         "REFEREE_MATH_WORKERS": "1",
         "REFEREE_SANDBOX_SLOTS": "1",
     }
-    py = sys.executable
     rows: dict[str, dict[str, float]] = {}
     # embedded: the API runs jobs itself
     with start_referee(
@@ -214,24 +212,7 @@ def queue_throughput(n_jobs: int, rounds: int, tmp: Path) -> dict[str, dict[str,
     queue = "referee"  # REFEREE_JOB_QUEUE's default
     try:
         for name in names:
-            workers.append(
-                _start(
-                    [
-                        py,
-                        "-m",
-                        "referee.services.cli.main",
-                        "worker",
-                        "--concurrency",
-                        "1",
-                        "--hostname",
-                        name,
-                        "--loglevel",
-                        "warning",
-                    ],
-                    queued,
-                    tmp / f"{name.split('@')[0]}.log",
-                )
-            )
+            workers.append(_start(worker_argv(name), queued, tmp / f"{name.split('@')[0]}.log"))
         run_jobs(api.url, "prm", 4, "warm")  # both workers loaded
         # Rounds alternate between one consuming worker and two (the second one told to stop and
         # resume consuming the queue), so that whatever else loads the machine weighs on both.

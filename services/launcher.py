@@ -37,6 +37,7 @@ __all__ = [
     "start_referee",
     "start_tiny_llm",
     "start_uvicorn",
+    "worker_argv",
 ]
 
 HOST = "127.0.0.1"
@@ -245,6 +246,24 @@ from referee.genrm.transformers_backend import TransformersBackend
 app = create_app(TransformersBackend.from_pretrained(sys.argv[1]))
 uvicorn.run(app, host="127.0.0.1", port=int(sys.argv[2]), log_level="warning")
 """
+
+
+def worker_argv(hostname: str, *, concurrency: int = 1) -> list[str]:
+    """The command line of a Celery job worker (``referee worker``) with this interpreter:
+    ``hostname`` as Celery takes it (``name@%h``), warnings only; start it with :func:`launch`
+    or ``subprocess`` (the tests and the benchmarks kill and restart workers)."""
+    return [
+        sys.executable,
+        "-m",
+        "referee.services.cli.main",
+        "worker",
+        "--concurrency",
+        str(concurrency),
+        "--hostname",
+        hostname,
+        "--loglevel",
+        "warning",
+    ]
 
 
 def start_tiny_llm(

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from prm_rows import prm_items
 
 from referee.client import JobState, RefereeClient, Unauthorized
 from referee.services.launcher import free_port
@@ -31,7 +32,6 @@ pytestmark = [pytest.mark.e2e, pytest.mark.timeout(3600)]
 ROOT = Path(__file__).resolve().parents[2]
 PROJECT = f"referee-e2e-{os.getpid()}"
 API_KEY = "e2e-api-key"
-SOLUTION = "Step 1: 2 + 3 = 5\nStep 2: 5 * 2 = 10\nStep 3: check {i}.\nStep 4: \\boxed{{10}}."
 ADD_CPP = (
     "#include <iostream>\nint main() { long a, b; std::cin >> a >> b; "
     "std::cout << a + b << std::endl; }\n"
@@ -188,23 +188,6 @@ def stack() -> Iterator[Stack]:
 
 def client(stack: Stack) -> RefereeClient:
     return RefereeClient(stack.url, api_key=API_KEY, timeout=600)
-
-
-def prm_items(n: int, tag: str, rollouts: int = 8) -> list[dict[str, Any]]:
-    return [
-        {
-            "id": f"{tag}{i}",
-            "prompt": "Compute (2 + 3) * 2.",
-            "response": SOLUTION.format(i=f"{tag}{i}"),
-            "grader": {
-                "type": "prm_mc",
-                "reference": "10",
-                "n_rollouts": rollouts,
-                "max_tokens": 16,
-            },
-        }
-        for i in range(n)
-    ]
 
 
 def test_the_api_wants_its_key(stack: Stack) -> None:

@@ -6,13 +6,12 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
 
 from referee.client import RefereeClient
-from referee.services.launcher import free_port, start_redis
+from referee.services.launcher import free_port, start_redis, worker_argv
 
 
 def settle(client: RefereeClient, job_id: str, quiet_s: float = 1.5) -> Any:
@@ -59,18 +58,7 @@ class Cluster:
     def start_worker(self, name: str) -> None:
         with open(self.tmp / f"worker-{name}.log", "wb") as log:
             self.workers[name] = subprocess.Popen(
-                [
-                    sys.executable,
-                    "-m",
-                    "referee.services.cli.main",
-                    "worker",
-                    "--concurrency",
-                    "1",
-                    "--hostname",
-                    f"{name}@%h",
-                    "--loglevel",
-                    "warning",
-                ],
+                worker_argv(f"{name}@%h"),
                 env={**os.environ, **self.env},
                 stdout=log,
                 stderr=subprocess.STDOUT,

@@ -18,11 +18,10 @@ from typing import Any
 import pytest
 import redis
 from job_helpers import Cluster, settle
+from prm_rows import prm_items
 
 from referee.client import JobState, NotFound, RefereeClient
 from referee.services.launcher import Server, free_port, start_tiny_llm
-
-SOLUTION = "Step 1: 2 + 3 = 5\nStep 2: 5 * 2 = 10\nStep 3: check {i}.\nStep 4: \\boxed{{10}}."
 
 
 @pytest.fixture(scope="module")
@@ -32,23 +31,6 @@ def cluster(tmp_path_factory: pytest.TempPathFactory, referee_server_factory: An
     c.start_worker("w2")
     yield c
     c.close()
-
-
-def prm_items(n: int, tag: str, rollouts: int = 8) -> list[dict[str, Any]]:
-    return [
-        {
-            "id": f"{tag}{i}",
-            "prompt": "Compute (2 + 3) * 2.",
-            "response": SOLUTION.format(i=f"{tag}{i}"),  # distinct: no shared prefixes
-            "grader": {
-                "type": "prm_mc",
-                "reference": "10",
-                "n_rollouts": rollouts,
-                "max_tokens": 16,
-            },
-        }
-        for i in range(n)
-    ]
 
 
 def wait_for(client: RefereeClient, job_id: str, done: int, timeout_s: float = 180) -> Any:
