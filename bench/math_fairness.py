@@ -5,8 +5,9 @@
 
 A real uvicorn server is started here with the defaults an operator gets (2 check workers, a
 5 s deadline per check). One client sends a hostile batch: ``--hostile`` items (16 by default,
-about 1.7 KB of JSON) each of which holds a worker to the deadline (the issue's
-``\\boxed{(x+y+z+w)^{40}}`` against a reference it does not equal, and others of that kind).
+a few KB of JSON) each of which holds a worker to the deadline: the inverse of a 6x6 or 7x7
+matrix of symbols against a scalar reference (the issue's ``\\boxed{(x+y+z+w)^{40}}``, which
+once did, is now refused at once by the math guards).
 While the batch is scored, a second client sends one-item requests one after the other (a
 simple correct answer) and records each one's wait. Then the same is done with a hostile client
 that hangs up after a second: how long until the pool is free again (its queued checks dropped,
@@ -42,13 +43,16 @@ from referee.services.launcher import Server, start_referee
 
 ROOT = Path(__file__).resolve().parent.parent
 
-HOSTILE = [
-    "(x+y+z+w)^{40}",
-    "(a+b+c+d)^{40}",
-    "(x+2y+3z+4w)^{36}",
-    "(p+q+r+s+t)^{30}",
-]
-REFERENCES = ["x", "1", "(x+y)^{40}", "x^{40}+y^{40}"]  # not equal: the check expands the power
+
+def _inverse(n: int, name: str) -> str:
+    """The inverse of an n x n matrix of distinct symbols: sympy inverts it symbolically, which
+    for n >= 6 runs past any deadline (the math guards refuse big powers, not this)."""
+    rows = ("&".join(f"{name}_{{{i}{j}}}" for j in range(n)) for i in range(n))
+    return "\\begin{pmatrix}" + "\\\\".join(rows) + "\\end{pmatrix}^{-1}"
+
+
+HOSTILE = [_inverse(6, "x"), _inverse(7, "a"), _inverse(6, "b"), _inverse(7, "c")]
+REFERENCES = ["x", "1", "0", "y"]  # not equal: deciding it needs the inverse
 PROBE = {"id": "p", "response": "\\boxed{4}", "grader": {"type": "math", "reference": "4"}}
 
 
