@@ -44,7 +44,6 @@ Message = dict[str, Any]
 Receive = Callable[[], Any]
 Send = Callable[[Message], Any]
 
-_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"')
 _CONSTANT = re.compile(rb"(?<![A-Za-z0-9_.])-?(?:NaN|Infinity)(?![A-Za-z0-9_])")
 # bytes.translate's arguments: ``{`` read as ``[`` and ``}`` as ``]``; every byte but a quote or
 # a bracket deleted
@@ -59,23 +58,23 @@ def json_problem(body: bytes, depth_limit: int) -> str | None:
     than ``depth_limit`` deep, or ``NaN``/``Infinity`` (which Python's parser takes, but which
     are not JSON and no limit or score may be).
 
-    The depth is read off the brackets alone, in a few passes of C over the body: the escapes
-    that could hide a quote (``\\\\`` and ``\\"``) are removed, then every byte but quotes and
-    brackets (one ``bytes.translate``, which also reads ``{}`` as ``[]``), then the strings (what
-    lies between two quotes); of what is left, the innermost pairs ``[]`` are removed one level
-    per pass: brackets still there after ``depth_limit`` passes nest deeper than that. Malformed
-    JSON is left to the parser."""
-    constants = b"NaN" in body or b"Infinity" in body
-    if constants and _CONSTANT.search(_STRING.sub(b"", body)):
-        return "NaN and Infinity are not JSON numbers: send a finite number"
-    if body.count(b"[") + body.count(b"{") <= depth_limit:
-        return None
+    Both are read off what lies outside the strings, in a few passes of C over the body: the
+    escapes that could hide a quote (``\\\\`` and ``\\"``) are removed, then the strings (what
+    lies between two quotes), which leaves a few bytes an item; there ``NaN``/``Infinity`` are
+    looked for, every byte but the brackets is deleted (one ``bytes.translate``, which also reads
+    ``{}`` as ``[]``), and the innermost pairs ``[]`` are removed one level per pass: brackets
+    still there after ``depth_limit`` passes nest deeper than that. Malformed JSON is left to the
+    parser."""
     text = body
-    if b"\\" in text:
+    if b'\\"' in text:  # else no quote follows a backslash: every quote opens or closes one
         text = text.replace(b"\\\\", b"").replace(b'\\"', b"")
-    text = text.translate(_BRACKETS, _NOT_STRUCTURE)
     if b'"' in text:
-        text = b"".join(text.split(b'"')[::2])
+        text = b"".join(text.split(b'"')[::2])  # what lies outside the strings: a few bytes
+    if (b"NaN" in text or b"Infinity" in text) and _CONSTANT.search(text):
+        return "NaN and Infinity are not JSON numbers: send a finite number"
+    if text.count(b"[") + text.count(b"{") <= depth_limit:
+        return None
+    text = text.translate(_BRACKETS, _NOT_STRUCTURE)
     if b"[" * (depth_limit + 1) not in text:  # else deeper at once (a bomb: no passes)
         for _ in range(depth_limit):
             shorter = text.replace(b"[]", b"")
