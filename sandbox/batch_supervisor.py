@@ -38,8 +38,10 @@ from supervisor_common import (  # type: ignore[import-not-found]
     guard,
     kill_others,
     recv,
+    remove_sysv,
     send,
     set_dumpable,
+    sysv_left,
 )
 
 _EXIT_GRACE_S = 0.05
@@ -58,45 +60,16 @@ def _send(answer: dict) -> None:  # type: ignore[type-arg]
     send(_CTL_OUT, answer)
 
 
-def _sysv_left() -> bool:
-    for kind in ("shm", "msg", "sem"):
-        try:
-            with open(f"/proc/sysvipc/{kind}", "rb") as f:
-                if len(f.read().splitlines()) > 1:
-                    return True
-        except OSError:
-            pass
-    return False
-
-
-def _remove_sysv() -> None:
-    """Remove System V IPC objects, in a helper child (ctypes stays out of this interpreter)."""
-    pid = os.fork()
-    if pid == 0:
-        try:
-            import ctypes
-
-            libc = ctypes.CDLL(None)
-            for kind, rm in (("shm", libc.shmctl), ("msg", libc.msgctl), ("sem", libc.semctl)):
-                with open(f"/proc/sysvipc/{kind}", "rb") as f:
-                    for line in f.read().splitlines()[1:]:
-                        ident = int(line.split()[1])
-                        rm(ident, 0, None) if kind != "sem" else rm(ident, 0, 0, None)
-        finally:
-            os._exit(0)
-    os.waitpid(pid, 0)
-
-
 def _clean() -> bool:
     if not kill_others():
         return False
     try:
         for path in _CLEAN_DIRS:
             empty_dir(path)
-        if not _sysv_left():
+        if not sysv_left():
             return True
-        _remove_sysv()
-        return not _sysv_left()
+        remove_sysv()
+        return not sysv_left()
     except OSError:
         return False
 

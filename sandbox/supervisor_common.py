@@ -1,5 +1,6 @@
 """In-sandbox helpers shared by the sandbox supervisors (``batch_supervisor.py``,
-``interpreter_supervisor.py``): the control-pipe frames, the guard, killing every other process.
+``interpreter_supervisor.py``): the control-pipe frames, the guard, killing every other process,
+emptying directories and removing System V IPC objects.
 
 Not imported by the package and never run on the host: ``supervised.supervisor_source`` puts
 this file's text in ``sys.modules["supervisor_common"]`` ahead of a supervisor's own text, and
@@ -21,8 +22,10 @@ __all__ = [
     "others",
     "read_exact",
     "recv",
+    "remove_sysv",
     "send",
     "set_dumpable",
+    "sysv_left",
 ]
 
 
@@ -109,3 +112,33 @@ def empty_dir(path: str) -> None:
             os.rmdir(full)
         else:
             os.unlink(full)
+
+
+def sysv_left() -> bool:
+    """Whether a System V IPC object (shared memory, message queue, semaphore) exists."""
+    for kind in ("shm", "msg", "sem"):
+        try:
+            with open(f"/proc/sysvipc/{kind}", "rb") as f:
+                if len(f.read().splitlines()) > 1:
+                    return True
+        except OSError:
+            pass
+    return False
+
+
+def remove_sysv() -> None:
+    """Remove System V IPC objects, in a helper child (ctypes stays out of this interpreter)."""
+    pid = os.fork()
+    if pid == 0:
+        try:
+            import ctypes
+
+            libc = ctypes.CDLL(None)
+            for kind, rm in (("shm", libc.shmctl), ("msg", libc.msgctl), ("sem", libc.semctl)):
+                with open(f"/proc/sysvipc/{kind}", "rb") as f:
+                    for line in f.read().splitlines()[1:]:
+                        ident = int(line.split()[1])
+                        rm(ident, 0, None) if kind != "sem" else rm(ident, 0, 0, None)
+        finally:
+            os._exit(0)
+    os.waitpid(pid, 0)
