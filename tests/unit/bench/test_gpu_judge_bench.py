@@ -106,6 +106,7 @@ def test_environment_problems_name_what_is_missing() -> None:
     assert "torch==2.14.0" in mismatch and "2.11.0" in mismatch
 
 
+@pytest.mark.slow  # about 2 s: runs the script
 def test_script_without_vllm_says_what_is_missing_and_fails(tmp_path: Path) -> None:
     proc = subprocess.run(
         ["bash", str(ROOT / "bench" / "gpu_judge.sh")],

@@ -344,6 +344,7 @@ def test_engine_thread_build_failure_is_raised_and_close_hook_runs() -> None:
 # -- the local model for GPU tests and benchmarks -------------------------------------------------
 
 
+@pytest.mark.slow  # about 2 s: writes and loads a model
 def test_local_model_is_written_and_loads(tmp_path: Path) -> None:
     from transformers import AutoModelForCausalLM, AutoTokenizer
 

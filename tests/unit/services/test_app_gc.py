@@ -7,6 +7,8 @@ import json
 import subprocess
 import sys
 
+import pytest
+
 PROBE = """
 import gc, json
 from fastapi.testclient import TestClient
@@ -19,6 +21,7 @@ with TestClient(create_app()) as client:
 """
 
 
+@pytest.mark.slow  # about 2 s: starts a server
 def test_started_server_freezes_startup_objects_and_collects_less_often() -> None:
     out = subprocess.run(
         [sys.executable, "-c", PROBE], capture_output=True, text=True, timeout=120, check=True

@@ -12,6 +12,7 @@ import pytest
 from referee.services.launcher import ServerFailed, free_port, launch, start_redis, start_referee
 
 
+@pytest.mark.slow  # about 2 s: starts a server that dies
 def test_a_server_that_dies_fails_at_once_with_its_log(tmp_path: Path) -> None:
     log = tmp_path / "bad.log"
     with pytest.raises(ServerFailed, match="exited with") as failed:

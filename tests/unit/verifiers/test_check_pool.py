@@ -68,6 +68,7 @@ def test_results_held_in_a_group_survive_a_hang_and_a_crash_after_them() -> None
     assert pool.replaced == 2
 
 
+@pytest.mark.slow  # about 3 s: checks that sleep past their deadline
 def test_a_deadline_runs_from_the_checks_own_start() -> None:
     """Each check of a chunk has its whole deadline, however long the ones before it took."""
     with CheckPool(workers=1, timeout_s=0.6, chunk=8) as pool:
@@ -102,6 +103,7 @@ def test_per_task_deadlines() -> None:
             pool.map(sleep_then, [(0, 1)], timeout_s=[1.0, 2.0])
 
 
+@pytest.mark.slow  # about 3 s: a hang held to its deadline
 def test_a_hang_does_not_starve_other_callers_and_threads_are_safe() -> None:
     with CheckPool(workers=2, timeout_s=3) as pool:
         hang = pool.submit(sleep_then, 60.0, 0)

@@ -62,6 +62,7 @@ def test_one_item_behind_a_batch_that_holds_every_worker_goes_first() -> None:
     assert [f.result() for f in hostile] == list(range(8))
 
 
+@pytest.mark.slow  # about 3 s: slow checks taking turns
 def test_lanes_take_turns_without_spare_workers() -> None:
     """With one worker and no spare, a second caller's item runs at the first free turn, not
     after the whole first batch."""

@@ -73,6 +73,7 @@ def test_similarity_equals_the_library(response: str, reference: str, metric: st
     assert 0.0 <= got.score <= 1.0
 
 
+@pytest.mark.slow  # about 8 s: reads every synset of WordNet 3.0
 def test_meteor_reads_all_of_wordnet_3_0_with_nltks_own_reader() -> None:
     """The pinned package's files, line ends fixed, are Princeton WordNet 3.0 as nltk's download
     has it: every synset that an index names is found at its byte offset (with the package's
