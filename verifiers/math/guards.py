@@ -28,6 +28,9 @@ _OPEN = "{[("
 _CLOSE = "}])"
 _MAX_NODES = 3_000
 _MAX_SYMBOLIC_EXPONENT = 200
+_MIN_COSTLY_MATRIX = 6
+"""A matrix of symbols this many rows or more is not inverted or raised to a power (sympy takes
+0.7 s on a 5x5 of distinct symbols and minutes on a 6x6)."""
 MAX_DEGREE = 2_000
 """An expression with variables of higher total degree (``((x+1)^{200}+1)^{200}``) is refused:
 even evaluating it at one point makes numbers of hundreds of thousands of digits."""
@@ -180,6 +183,11 @@ def check_expression(expr: Any, config: MathConfig) -> None:
         nodes += 1
         if nodes > _MAX_NODES:
             raise Rejected(f"expression has more than {_MAX_NODES} nodes")
+        if isinstance(e, sympy.Pow | sympy.MatPow):
+            base, exp = e.args
+            rows = int(getattr(base, "rows", 0) or 0)  # a matrix's: inverting a 6x6 of symbols
+            if rows >= _MIN_COSTLY_MATRIX and exp != 1 and base.free_symbols:  # runs for minutes
+                raise Rejected(f"power or inverse of a {rows}x{rows} matrix of symbols")
         if isinstance(e, sympy.Pow):
             base, exp = e.args
             lb, lx = bound(base), bound(exp)

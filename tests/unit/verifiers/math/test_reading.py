@@ -229,6 +229,24 @@ def test_cost_bounds() -> None:
     assert parse("10^{\\frac{-5+\\sqrt{13}}{6}}")  # a small exponent is no power tower
 
 
+def _symbol_matrix(n: int, name: str = "x") -> str:
+    rows = ("&".join(f"{name}_{{{i}{j}}}" for j in range(n)) for i in range(n))
+    return "\\begin{pmatrix}" + "\\\\".join(rows) + "\\end{pmatrix}"
+
+
+def test_a_large_matrix_of_symbols_is_not_inverted() -> None:
+    """sympy inverts a 5x5 matrix of distinct symbols in under a second and a 6x6 in minutes:
+    from 6 rows on, a power or inverse of a symbolic matrix is refused before it is evaluated
+    (the check's deadline was the only stop, a worker held for each such answer)."""
+    for n, exponent in ((6, "^{-1}"), (7, "^{-1}"), (6, "^{3}")):
+        with pytest.raises(Rejected, match=f"{n}x{n} matrix of symbols"):
+            parse(_symbol_matrix(n) + exponent)
+        result = verify(f"\\boxed{{{_symbol_matrix(n)}{exponent}}}", "0")
+        assert result.outcome is Outcome.REJECTED and result.score == 0.0
+    parse(_symbol_matrix(6))  # a matrix itself, not raised to anything, is read
+    parse(_symbol_matrix(2) + "^{-1}")  # a small one is still inverted
+
+
 def test_the_new_scans_are_linear_on_hostile_text() -> None:
     for text in (
         "$" * 200_000,
