@@ -5,8 +5,8 @@
 
 A real uvicorn server is started here with the defaults an operator gets (2 check workers, a
 5 s deadline per check). One client sends a hostile batch: ``--hostile`` items (16 by default,
-a few KB of JSON) each of which holds a worker to the deadline: the inverse of a 6x6 or 7x7
-matrix of symbols against a scalar reference (the issue's ``\\boxed{(x+y+z+w)^{40}}``, which
+a few KB of JSON) each of which holds a worker to the deadline: the determinant of a 6x6 or
+7x7 matrix of symbols against a scalar reference (the issue's ``\\boxed{(x+y+z+w)^{40}}``, which
 once did, is now refused at once by the math guards).
 While the batch is scored, a second client sends one-item requests one after the other (a
 simple correct answer) and records each one's wait. Then the same is done with a hostile client
@@ -44,15 +44,16 @@ from referee.services.launcher import Server, start_referee
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def _inverse(n: int, name: str) -> str:
-    """The inverse of an n x n matrix of distinct symbols: sympy inverts it symbolically, which
-    for n >= 6 runs past any deadline (the math guards refuse big powers, not this)."""
+def _determinant(n: int, name: str) -> str:
+    """The determinant of an n x n matrix of distinct symbols: the LaTeX parser expands it while
+    it reads the answer, which for n >= 6 runs past any deadline (the math guards refuse the
+    inverse or a power of such a matrix, not this)."""
     rows = ("&".join(f"{name}_{{{i}{j}}}" for j in range(n)) for i in range(n))
-    return "\\begin{pmatrix}" + "\\\\".join(rows) + "\\end{pmatrix}^{-1}"
+    return "\\det\\begin{pmatrix}" + "\\\\".join(rows) + "\\end{pmatrix}"
 
 
-HOSTILE = [_inverse(6, "x"), _inverse(7, "a"), _inverse(6, "b"), _inverse(7, "c")]
-REFERENCES = ["x", "1", "0", "y"]  # not equal: deciding it needs the inverse
+HOSTILE = [_determinant(6, "x"), _determinant(7, "a"), _determinant(6, "b"), _determinant(7, "c")]
+REFERENCES = ["x", "1", "0", "y"]  # not equal: deciding it needs the determinant
 PROBE = {"id": "p", "response": "\\boxed{4}", "grader": {"type": "math", "reference": "4"}}
 
 
