@@ -70,6 +70,8 @@ def _latex_to_sympy_uncached(s: str, config: MathConfig) -> Any:
         if isinstance(expr, sympy.MatrixBase):
             return sympy.ImmutableMatrix(expr.doit())
         value = expr.doit() if hasattr(expr, "doit") else expr
+        if isinstance(value, sympy.MatPow):  # a literal matrix's inverse or power: its value
+            value = sympy.ImmutableMatrix(value.doit())
         if _I in getattr(value, "free_symbols", ()):
             value = value.subs(_I, sympy.I)
         return value

@@ -247,6 +247,20 @@ def test_a_large_matrix_of_symbols_is_not_inverted() -> None:
     parse(_symbol_matrix(2) + "^{-1}")  # a small one is still inverted
 
 
+def test_a_literal_matrix_raised_to_a_power_is_read_as_its_value() -> None:
+    """``M^{-1}`` and ``M^{3}`` of a written-out matrix are the matrices they equal (they were
+    left as an unevaluated power and compared as a scalar: wrong against their own value)."""
+    inverse = "\\begin{pmatrix}1&2\\\\3&4\\end{pmatrix}^{-1}"
+    value = "\\begin{pmatrix}-2&1\\\\1.5&-0.5\\end{pmatrix}"
+    assert verify(f"\\boxed{{{inverse}}}", value).outcome is Outcome.CORRECT
+    assert verify(f"\\boxed{{{value}}}", inverse).outcome is Outcome.CORRECT
+    cube = "\\begin{pmatrix}1&1\\\\0&1\\end{pmatrix}^{3}"
+    assert verify(f"\\boxed{{{cube}}}", "\\begin{pmatrix}1&3\\\\0&1\\end{pmatrix}").score == 1.0
+    assert verify(f"\\boxed{{{inverse}}}", inverse[: -len("^{-1}")]).outcome is Outcome.WRONG
+    singular = "\\begin{pmatrix}1&2\\\\2&4\\end{pmatrix}^{-1}"  # no inverse: never correct
+    assert verify(f"\\boxed{{{singular}}}", "\\begin{pmatrix}1&0\\\\0&1\\end{pmatrix}").score == 0.0
+
+
 def test_the_new_scans_are_linear_on_hostile_text() -> None:
     for text in (
         "$" * 200_000,
