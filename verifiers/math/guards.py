@@ -185,8 +185,9 @@ def check_expression(expr: Any, config: MathConfig) -> None:
             raise Rejected(f"expression has more than {_MAX_NODES} nodes")
         if isinstance(e, sympy.Pow | sympy.MatPow):
             base, exp = e.args
-            rows = int(getattr(base, "rows", 0) or 0)  # a matrix's: inverting a 6x6 of symbols
-            if rows >= _MIN_COSTLY_MATRIX and exp != 1 and base.free_symbols:  # runs for minutes
+            rows = getattr(base, "rows", None)  # a matrix's (a 6x6 of symbols inverts for minutes)
+            costly = isinstance(rows, int) and rows >= _MIN_COSTLY_MATRIX
+            if costly and exp != 1 and base.free_symbols:
                 raise Rejected(f"power or inverse of a {rows}x{rows} matrix of symbols")
         if isinstance(e, sympy.Pow):
             base, exp = e.args
