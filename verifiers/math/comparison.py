@@ -17,7 +17,7 @@ from sympy.core.function import AppliedUndef
 
 from referee.verifiers.math.config import MathConfig
 from referee.verifiers.math.guards import expansion_terms, polynomial_degree
-from referee.verifiers.math.parsing import to_real_set
+from referee.verifiers.math.parsing import text_as_math, to_real_set
 from referee.verifiers.math.symbolic import (
     MAX_EXPANDED_TERMS,
     PRECISION,
@@ -313,7 +313,14 @@ def equal(ref: Value, pred: Value, config: MathConfig) -> str | None:
         ref = ref.rhs
     if isinstance(ref, Text) or isinstance(pred, Text):
         rt, pt = _text_of(ref), _text_of(pred)
-        return "text" if rt is not None and rt == pt else None
+        if rt is not None and rt == pt:
+            return "text"
+        word, other = (ref, pred) if isinstance(ref, Text) else (pred, ref)
+        if isinstance(word, Text) and not isinstance(other, Text) and _text_of(other) is None:
+            math = text_as_math(word, config)  # "xw-yz" against a determinant that equals it
+            if math is not None:
+                return equal(math, other, config) if word is ref else equal(ref, math, config)
+        return None
     if isinstance(ref, Scalar) and isinstance(pred, Scalar):
         return _scalar_equal(ref, pred, config)
     if isinstance(ref, Equation) and isinstance(pred, Equation):

@@ -8,6 +8,7 @@ run before any evaluation; the process pool's deadline is the second line of def
 from __future__ import annotations
 
 import math
+import re
 from fractions import Fraction
 from typing import Any
 
@@ -35,6 +36,8 @@ MAX_DEGREE = 2_000
 """An expression with variables of higher total degree (``((x+1)^{200}+1)^{200}``) is refused:
 even evaluating it at one point makes numbers of hundreds of thousands of digits."""
 _HUGE = float("inf")
+_MATRIX_BODY = re.compile(r"\\begin\{(?:[pbBvV]?matrix|smallmatrix)\}(.*?)\\end\{", re.S)
+_NUMERIC_COMMANDS = re.compile(r"\\(?:[dt]?frac|sqrt|cdot|times|left|right|pi)(?![A-Za-z])")
 
 
 class Rejected(ValueError):
@@ -63,6 +66,18 @@ def check_text(text: str, config: MathConfig) -> None:
         raise Rejected(f"number literal has {longest} digits (limit {config.max_digits})")
     if text.count("^") > 64:
         raise Rejected(f"{text.count('^')} exponents (limit 64)")
+    if "\\det" in text or "vmatrix" in text:
+        _check_determinants(text)
+
+
+def _check_determinants(text: str) -> None:
+    """The LaTeX parser expands ``\\det`` of a written-out matrix (and a ``vmatrix``) while it
+    reads it, before :func:`check_expression` sees the tree: a 5x5 of symbols takes 3 s, a 6x6
+    minutes. Such an answer with a matrix of symbols of 6 rows or more is refused here."""
+    for body in _MATRIX_BODY.findall(text):
+        rows = body.strip().removesuffix("\\\\").count("\\\\") + 1
+        if rows >= _MIN_COSTLY_MATRIX and re.search("[A-Za-z]", _NUMERIC_COMMANDS.sub("", body)):
+            raise Rejected(f"determinant of a {rows}-row matrix of symbols")
 
 
 def _log10_abs(expr: Any) -> float:

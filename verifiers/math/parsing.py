@@ -29,7 +29,7 @@ from referee.verifiers.math.values import (
     Value,
 )
 
-__all__ = ["Unparseable", "parse_answer", "to_real_set"]
+__all__ = ["Unparseable", "parse_answer", "text_as_math", "to_real_set"]
 
 _REL_OPS = re.compile(
     r"\\leqslant|\\geqslant|\\leq|\\geq|\\le(?![a-z])|\\ge(?![a-z])|\\lt(?![a-z])|"
@@ -353,7 +353,7 @@ def parse_answer(answer: str, config: MathConfig | None = None) -> Value:
     cfg = config or MathConfig()
     norm = normalize(answer, cfg)
     if norm.is_text:
-        return Text(norm.text.casefold())
+        return Text(norm.text.casefold(), norm.text)
     check_text(norm.text, cfg)
     words = prose_words(norm.text)
     if words:
@@ -369,3 +369,21 @@ def parse_answer(answer: str, config: MathConfig | None = None) -> Value:
             norm.degrees,
         )
     return value
+
+
+_ALGEBRA_WORDS = re.compile(r"[A-Za-z]{1,3}(?:\s*[- ]\s*[A-Za-z]{1,3})*")
+
+
+def text_as_math(text: Text, config: MathConfig) -> Value | None:
+    """A word answer read as algebra (``xw-yz``, ``a b - c d``: letters are symbols), or None
+    when it is not short runs of letters with spaces and minus signs, or does not parse. Asked
+    only when the other side of a comparison is math, so ``east`` against ``\\text{east}`` stays
+    a word."""
+    written = text.written.strip()
+    if not _ALGEBRA_WORDS.fullmatch(written) or prose_words(written):
+        return None
+    try:
+        value = _parse(written, config)
+    except (Unparseable, ValueError):
+        return None
+    return None if isinstance(value, Text) else value

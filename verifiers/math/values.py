@@ -38,6 +38,9 @@ class Scalar:
 @dataclass(frozen=True, slots=True)
 class Text:
     text: str
+    written: str = field(default="", compare=False)
+    """The answer as written (``text`` is casefolded): read again as algebra when the other side
+    of a comparison is math (``xw-yz`` against a determinant)."""
 
     def __str__(self) -> str:
         return f"text({self.text})"

@@ -247,6 +247,45 @@ def test_a_large_matrix_of_symbols_is_not_inverted() -> None:
     parse(_symbol_matrix(2) + "^{-1}")  # a small one is still inverted
 
 
+def test_a_determinant_of_a_large_matrix_of_symbols_is_refused_before_parsing() -> None:
+    """The LaTeX parser expands ``\\det`` of a written-out matrix while it reads it, so the tree
+    guards never saw a 6x6 of symbols (it ran to the check's deadline); a text guard refuses it,
+    in each spelling the parser expands, and leaves numbers and small matrices alone."""
+    big = _symbol_matrix(6)
+    for text in (
+        "\\det" + big,
+        "\\det\\left(" + big + "\\right)",
+        "2\\det " + big.replace("pmatrix", "bmatrix"),
+        big.replace("pmatrix", "vmatrix"),
+        "\\det" + _symbol_matrix(7, "\\alpha"),
+    ):
+        with pytest.raises(Rejected, match=r"determinant of a [67]-row matrix of symbols"):
+            parse(text)
+        assert verify(f"\\boxed{{{text}}}", "0").outcome is Outcome.REJECTED
+    numbers = "\\\\".join("&".join(str((i * j) % 7 + (i == j)) for j in range(6)) for i in range(6))
+    assert parse("\\det\\begin{pmatrix}" + numbers + "\\end{pmatrix}")
+    halves = numbers.replace("1", "\\frac{1}{2}").replace("3", "\\sqrt{3}")
+    assert parse("\\det\\begin{pmatrix}" + halves + "\\end{pmatrix}")
+    assert verify("\\boxed{\\det" + _symbol_matrix(3) + "}", "0").outcome is Outcome.WRONG
+    assert verify("\\boxed{\\begin{vmatrix}x&y\\\\z&w\\end{vmatrix}}", "w*x-y*z").score == 1.0
+    parse(big.replace("pmatrix", "bmatrix"))  # a matrix with no determinant is still read
+
+
+def test_a_word_shaped_reference_is_read_as_algebra_against_a_math_answer() -> None:
+    """``xw-yz`` and ``a b - c d`` are letters, spaces and a minus, the shape of a word answer,
+    and were compared as words only: a determinant or a product equal to them was wrong. Against
+    a math answer they are read as algebra; against a word they stay words."""
+    vm = "\\boxed{\\begin{vmatrix}x&y\\\\z&w\\end{vmatrix}}"
+    for reference in ("xw-yz", "$xw - yz$", "x w - y z"):
+        assert verify(vm, reference).outcome is Outcome.CORRECT, reference
+    assert verify("\\boxed{a \\cdot b - c \\cdot d}", "ab-cd").outcome is Outcome.CORRECT
+    assert verify("\\boxed{2ab}", "ab").outcome is Outcome.WRONG
+    assert verify("\\boxed{x+y}", "xy").outcome is Outcome.WRONG
+    assert verify("\\boxed{east}", "tase").outcome is Outcome.WRONG  # words stay words
+    assert verify("\\boxed{\\text{East}}", "east").outcome is Outcome.CORRECT
+    assert verify("\\boxed{y}", "yes").outcome is Outcome.WRONG
+
+
 def test_a_literal_matrix_raised_to_a_power_is_read_as_its_value() -> None:
     """``M^{-1}`` and ``M^{3}`` of a written-out matrix are the matrices they equal (they were
     left as an unevaluated power and compared as a scalar: wrong against their own value)."""
