@@ -11,16 +11,11 @@ from pathlib import Path
 
 import pytest
 from fork_bombs import assert_bash_fork_bomb_contained, assert_python_fork_bomb_hits_pids_limit
+from python_runs import py, py_ok
 
-from referee.sandbox import BwrapBackend, Limits, RunResult, RunStatus, run_program
+from referee.sandbox import BwrapBackend, Limits, RunStatus
 
 pytestmark = pytest.mark.usefixtures("no_leftovers")
-
-
-def py(
-    backend: BwrapBackend, source: str, limits: Limits | None = None, stdin: str = ""
-) -> RunResult:
-    return run_program(source, "python", backend, stdin, limits or Limits(wall_time_s=5.0))
 
 
 @pytest.fixture()
@@ -54,8 +49,7 @@ def test_double_forked_daemon_does_not_survive(backend: BwrapBackend, tmp_path: 
         "print('parent done')\n"
     )
     started = time.monotonic()
-    result = py(backend, source)
-    assert result.status is RunStatus.OK
+    result = py_ok(backend, source)
     assert result.stdout == "parent done\n"
     assert time.monotonic() - started < 4  # the run did not wait for the daemon
     # no_leftovers then checks that no `referee-leak-canary` process is alive
@@ -78,8 +72,7 @@ def test_no_network_not_even_host_loopback(backend: BwrapBackend, host_listener:
         "except OSError:\n"
         "    print('unreachable')\n"
     )
-    result = py(backend, source)
-    assert result.status is RunStatus.OK
+    result = py_ok(backend, source)
     assert "CONNECTED" not in result.stdout
     assert result.stdout.count("refused") == 2 and "unreachable" in result.stdout
 
@@ -98,10 +91,9 @@ def test_host_files_and_environment_are_hidden(backend: BwrapBackend) -> None:
             "print('SECRET' if any('hunter2' in v for v in os.environ.values()) else 'clean')\n"
             "print(sorted(os.listdir('/root')))\n"
         )
-        result = py(backend, source)
+        result = py_ok(backend, source)
     finally:
         del os.environ["REFEREE_TEST_SECRET"]
-    assert result.status is RunStatus.OK
     assert "READ" not in result.stdout.replace("READ /proc/1/environ", "")
     assert "clean" in result.stdout
     assert "['.pyenv']" in result.stdout or "[]" in result.stdout
@@ -119,8 +111,7 @@ def test_writes_outside_the_work_dir_fail(backend: BwrapBackend) -> None:
         "for path in ('/work/ok', '/tmp/ok', '/dev/shm/ok'):\n"
         "    open(path, 'w').write('x'); print('ok', path)\n"
     )
-    result = py(backend, source)
-    assert result.status is RunStatus.OK, result.stderr
+    result = py_ok(backend, source)
     assert "WROTE" not in result.stdout
     assert result.stdout.count("ok /") == 3
     assert not Path("/usr/evil").exists() and not Path("/evil").exists()
@@ -132,7 +123,7 @@ def test_disk_filling_is_bounded(backend: BwrapBackend) -> None:
         "        while True:\n            f.write(b'x' * (1 << 20)); f.flush(); n += 1\n"
         "except OSError as e:\n    print('stopped at', n, 'MiB', e.errno)\n"
     )
-    result = py(backend, source, Limits(work_dir_mb=16, memory_mb=256))
+    result = py(backend, source, limits=Limits(work_dir_mb=16, memory_mb=256))
     assert result.status in (RunStatus.OK, RunStatus.RUNTIME_ERROR, RunStatus.MEMORY_LIMIT)
     if result.status is RunStatus.OK:
         assert int(result.stdout.split()[2]) <= 16
@@ -145,12 +136,11 @@ def test_tmp_and_shm_do_not_leak_between_runs(backend: BwrapBackend) -> None:
         "    open(p, 'w').write('secret')\nprint('written')",
     )
     assert write.stdout == "written\n"
-    read = py(
+    read = py_ok(
         backend,
         "import os\nprint([p for p in ('/tmp/leak', '/dev/shm/leak',"
         " '/work/leak') if os.path.exists(p)])",
     )
-    assert read.status is RunStatus.OK
     assert read.stdout == "[]\n"
 
 
@@ -169,8 +159,7 @@ def test_seccomp_blocks_ptrace_mount_unshare_keyring_clock(backend: BwrapBackend
         "check('clock_settime', libc.clock_settime(0, ts))\n"
         "check('personality', libc.personality(0x0040000))\n"  # ADDR_NO_RANDOMIZE
     )
-    result = py(backend, source)
-    assert result.status is RunStatus.OK, result.stderr
+    result = py_ok(backend, source)
     lines = result.stdout.splitlines()
     assert len(lines) == 7
     assert all(" blocked " in line for line in lines), result.stdout
@@ -197,8 +186,7 @@ def test_cannot_raise_rlimits_or_kill_the_host(backend: BwrapBackend) -> None:
         "        print('no such process', pid)\n"
         "print(sorted(int(p) for p in os.listdir('/proc') if p.isdigit())[:3])\n"
     )
-    result = py(backend, source)
-    assert result.status is RunStatus.OK
+    result = py_ok(backend, source)
     assert "rlimit kept" in result.stdout
     assert "[1, 2]" in result.stdout  # only the sandbox's own pid namespace is visible
     assert os.getpid() > 0  # this test process is still alive

@@ -6,21 +6,15 @@ import threading
 import time
 
 import pytest
+from python_runs import py, py_ok
 
-from referee.sandbox import BwrapBackend, Limits, RunResult, RunStatus, prepare, run_program
-
-
-def py(
-    backend: BwrapBackend, source: str, stdin: str = "", limits: Limits | None = None
-) -> RunResult:
-    return run_program(source, "python", backend, stdin, limits or Limits(wall_time_s=5.0))
+from referee.sandbox import BwrapBackend, Limits, RunStatus, prepare, run_program
 
 
 def test_ok_reads_stdin_and_reports_times(backend: BwrapBackend) -> None:
-    result = py(
-        backend, "import sys; print(sum(int(x) for x in sys.stdin.read().split()))", "1 2 3\n"
+    result = py_ok(
+        backend, "import sys; print(sum(int(x) for x in sys.stdin.read().split()))", stdin="1 2 3\n"
     )
-    assert result.status is RunStatus.OK
     assert result.stdout == "6\n"
     assert result.exit_code == 0 and result.signal is None
     assert result.wall_time_s > 0
@@ -29,12 +23,11 @@ def test_ok_reads_stdin_and_reports_times(backend: BwrapBackend) -> None:
 
 
 def test_runs_as_unprivileged_user_with_no_capabilities(backend: BwrapBackend) -> None:
-    result = py(
+    result = py_ok(
         backend,
         "import os\nprint(os.getuid(), os.getgid())\n"
         "print([l for l in open('/proc/self/status') if l.startswith(('CapEff','NoNew'))])",
     )
-    assert result.status is RunStatus.OK
     assert result.stdout.startswith("65534 65534\n")
     assert "CapEff:\\t0000000000000000" in result.stdout
     assert "NoNewPrivs:\\t1" in result.stdout
@@ -99,12 +92,11 @@ def test_huge_output_is_capped_and_flagged(backend: BwrapBackend) -> None:
 
 def test_long_output_under_the_cap_is_complete(backend: BwrapBackend) -> None:
     n = 3 * 1024 * 1024
-    result = py(
+    result = py_ok(
         backend,
         f"import sys\nsys.stdout.write('y' * {n})",
         limits=Limits(output_bytes=4 * 1024 * 1024),
     )
-    assert result.status is RunStatus.OK
     assert not result.truncated
     assert len(result.stdout) == n
 
@@ -117,23 +109,21 @@ def test_large_stdin_and_stdout_stream_concurrently(backend: BwrapBackend) -> No
 
 
 def test_stderr_flood_is_capped_without_failing(backend: BwrapBackend) -> None:
-    result = py(
+    result = py_ok(
         backend,
         "import sys\nsys.stderr.write('e' * 500_000)\nprint('done')",
         limits=Limits(stderr_bytes=1000),
     )
-    assert result.status is RunStatus.OK
     assert result.stdout == "done\n"
     assert result.stderr_truncated and len(result.stderr) == 1000
 
 
 def test_invalid_utf8_is_replaced(backend: BwrapBackend) -> None:
-    result = py(
+    result = py_ok(
         backend,
         "import sys\nsys.stdout.buffer.write(b'ok \\xff\\xfe end\\n')\n"
         "sys.stderr.buffer.write(b'\\xc3(')",
     )
-    assert result.status is RunStatus.OK
     assert result.stdout == "ok \ufffd\ufffd end\n"
     assert "\ufffd" in result.stderr
 
