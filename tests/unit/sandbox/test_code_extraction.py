@@ -11,15 +11,24 @@ from referee.sandbox import extract_code
 from referee.sandbox.code_extraction import CodeBlock, find_code_blocks
 
 PY = "print(1)\n"
+# responses whose program, their last python block, is PY
+LAST_IS_PY = [
+    "Here:\n```python\nprint(1)\n```\n",
+    "```py\nprint(1)\n```",
+    "```\nprint(1)\n```",
+    "Draft:\n```python\nprint(0)\n```\nFinal:\n```python\nprint(1)\n```",
+    # a block in another language (the sample output) does not win over the program
+    "```python\nprint(1)\n```\nOutput:\n```text\n1\n```",
+    # tildes, indentation of up to three spaces, an info string with attributes
+    "~~~python\nprint(1)\n~~~",
+    "```python title=sol.py\nprint(1)\n```",
+    # a fence cut off at the token limit is not a block
+    "```python\nprint(1)\n```\n```python\nprint(2",
+]
 CASES: list[tuple[str, str | None, str, str | None]] = [
     # (response, language, which, expected program)
-    ("Here:\n```python\nprint(1)\n```\n", "python", "last", PY),
-    ("```py\nprint(1)\n```", "python", "last", PY),
-    ("```\nprint(1)\n```", "python", "last", PY),
-    ("Draft:\n```python\nprint(0)\n```\nFinal:\n```python\nprint(1)\n```", "python", "last", PY),
+    *((response, "python", "last", PY) for response in LAST_IS_PY),
     ("Draft:\n```python\nprint(1)\n```\nFinal:\n```python\nprint(2)\n```", "python", "first", PY),
-    # a block in another language (the sample output) does not win over the program
-    ("```python\nprint(1)\n```\nOutput:\n```text\n1\n```", "python", "last", PY),
     (
         "```cpp\nint main(){}\n```\n```c++\nint main(){return 0;}\n```",
         "cpp",
@@ -33,11 +42,7 @@ CASES: list[tuple[str, str | None, str, str | None]] = [
         "first",
         PY,
     ),
-    # tildes, indentation of up to three spaces, an info string with attributes
-    ("~~~python\nprint(1)\n~~~", "python", "last", PY),
-    ("```python title=sol.py\nprint(1)\n```", "python", "last", PY),
-    # a fence cut off at the token limit is not a block
-    ("```python\nprint(1)\n```\n```python\nprint(2", "python", "last", PY),
+    # a cut-off fence and nothing before it: no program
     ("```python\nprint(2", "python", "last", None),
     ("no code here", "python", "last", None),
     ("print(1)\n", "python", "none", PY),
