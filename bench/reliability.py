@@ -44,24 +44,18 @@ from typing import Any
 
 import httpx
 
-from bench.clients import publish_with_figures
+from bench.clients import load_proc_tree, publish_with_figures
 from referee.services.launcher import TINY_MODELS_ENV, Server, start_redis, start_referee
 
 ROOT = Path(__file__).resolve().parent.parent
 MIB = 1024 * 1024
 EXCLUDED = "positive_data_acceptance,negative_data_rejection,use_after_free,"
 EXCLUDED += "ensure_resource_availability,ignored_auth"
+PeakRss = load_proc_tree().PeakRss
 
 
 def start_server(env: dict[str, str], log: Path) -> Server:
     return start_referee(env, log=log, cwd=ROOT, timeout_s=120)
-
-
-def _rss_mb(pid: int) -> float:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) / 1024
-    return 0.0
 
 
 # -- sections ---------------------------------------------------------------------------------
@@ -102,38 +96,24 @@ def bench_upload(tmp: Path, megabytes: int) -> dict[str, Any]:
         {"REFEREE_API_KEYS": "k1", "REFEREE_MATH_WORKERS": "1"}, tmp / "upload.log"
     )
     try:
-        pid = server.process.pid
-        before = _rss_mb(pid)
-        peak = [before]
-        done = threading.Event()
-
-        def sample() -> None:
-            while not done.is_set():
-                peak[0] = max(peak[0], _rss_mb(pid))
-                time.sleep(0.005)
-
-        sampler = threading.Thread(target=sample)
-        sampler.start()
-        start = time.perf_counter()
-        try:
-            r = httpx.post(
-                server.url + "/v1/rewards",
-                content=_chunks(megabytes * MIB),
-                headers={"content-type": "application/json"},
-                timeout=600,
-            )
-            status: int | str = r.status_code
-        except httpx.HTTPError as exc:
-            status = f"{type(exc).__name__}"
-        finally:
-            done.set()
-            sampler.join()
+        with PeakRss(server.process.pid, every_s=0.005) as rss:
+            start = time.perf_counter()
+            try:
+                r = httpx.post(
+                    server.url + "/v1/rewards",
+                    content=_chunks(megabytes * MIB),
+                    headers={"content-type": "application/json"},
+                    timeout=600,
+                )
+                status: int | str = r.status_code
+            except httpx.HTTPError as exc:
+                status = f"{type(exc).__name__}"
         return {
             "upload_mb": megabytes,
             "status": status,
-            "rss_before_mb": round(before, 1),
-            "rss_peak_mb": round(peak[0], 1),
-            "rss_growth_mb": round(peak[0] - before, 1),
+            "rss_before_mb": round(rss.before, 1),
+            "rss_peak_mb": round(rss.peak, 1),
+            "rss_growth_mb": round(rss.peak - rss.before, 1),
             "answered_after_s": round(time.perf_counter() - start, 3),
         }
     finally:
@@ -261,6 +241,19 @@ def bench_kills(tmp: Path, jobs: int, kills: int, lease_s: float) -> dict[str, A
         redis.stop(timeout_s=30)
 
 
+# Each section's row of the report: its figures (the section's result) in a template.
+ROWS = {
+    "schemathesis": "| schemathesis, {operations} operations, {test_cases} cases: server errors"
+    " / mismatches | {server_errors} / {mismatches} |",
+    "upload": "| unauthenticated {upload_mb} MB chunked upload: answer, server RSS growth"
+    " | {status}, +{rss_growth_mb} MB |",
+    "readyz": "| /readyz under {batches} x {items_each}-item batches ({samples} polls):"
+    " median / max | {median_ms} ms / {max_ms} ms |",
+    "kills": "| {kills} worker kills over {jobs} jobs (lease {lease_s:g} s): unfinished, all"
+    " done after the last kill | {unfinished}, {all_finished_after_last_kill_s} s |",
+}
+
+
 def markdown(res: dict[str, Any]) -> str:
     lines = [
         "Reliability figures (loopback, this machine).",
@@ -268,31 +261,7 @@ def markdown(res: dict[str, Any]) -> str:
         "| figure | value |",
         "| --- | --- |",
     ]
-    if "schemathesis" in res:
-        s = res["schemathesis"]
-        lines.append(
-            f"| schemathesis, {s['operations']} operations, {s['test_cases']} cases: server "
-            f"errors / mismatches | {s['server_errors']} / {s['mismatches']} |"
-        )
-    if "upload" in res:
-        u = res["upload"]
-        lines.append(
-            f"| unauthenticated {u['upload_mb']} MB chunked upload: answer, server RSS growth "
-            f"| {u['status']}, +{u['rss_growth_mb']} MB |"
-        )
-    if "readyz" in res:
-        r = res["readyz"]
-        lines.append(
-            f"| /readyz under {r['batches']} x {r['items_each']}-item batches ({r['samples']} "
-            f"polls): median / max | {r['median_ms']} ms / {r['max_ms']} ms |"
-        )
-    if "kills" in res:
-        k = res["kills"]
-        lines.append(
-            f"| {k['kills']} worker kills over {k['jobs']} jobs (lease {k['lease_s']:g} s): "
-            f"unfinished, all done after the last kill | {k['unfinished']}, "
-            f"{k['all_finished_after_last_kill_s']} s |"
-        )
+    lines += [row.format(**res[section]) for section, row in ROWS.items() if section in res]
     return "\n".join([*lines, ""])
 
 

@@ -23,7 +23,6 @@ a time (a latency, not a throughput):
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import statistics
 import time
@@ -32,6 +31,7 @@ from typing import Any
 
 import httpx
 
+from bench.clients import load_proc_tree
 from referee.services.launcher import Server, start_referee
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -86,17 +86,7 @@ def latency(http: httpx.Client, n: int) -> dict[str, Any]:
     }
 
 
-def _load_proc_tree() -> Any:
-    """tests/proc_tree.py, the process-tree reading of the session tests (loaded by its path:
-    tests/ is not a package)."""
-    spec = importlib.util.spec_from_file_location("proc_tree", ROOT / "tests" / "proc_tree.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-_descendants = _load_proc_tree().descendants
+_descendants = load_proc_tree().descendants
 
 
 def _pss_kib(pid: int) -> int:

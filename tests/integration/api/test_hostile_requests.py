@@ -22,6 +22,7 @@ from typing import Any
 
 import httpx
 import pytest
+from proc_tree import PeakRss
 
 KEY = {"x-api-key": "k1"}
 MIB = 1024 * 1024
@@ -36,13 +37,6 @@ def guarded(tmp_path_factory: pytest.TempPathFactory, referee_server_factory: An
     )
 
 
-def rss_mb(pid: int) -> float:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) / 1024
-    raise AssertionError("no VmRSS")
-
-
 def chunks(total: int, size: int = MIB) -> Iterator[bytes]:
     block = b"x" * size
     for _ in range(total // size):
@@ -50,31 +44,16 @@ def chunks(total: int, size: int = MIB) -> Iterator[bytes]:
 
 
 def test_an_unauthenticated_600_mb_chunked_upload_costs_no_memory(guarded: Any) -> None:
-    pid = guarded.process.pid
-    before = rss_mb(pid)
-    peak = [before]
-    done = threading.Event()
-
-    def sample() -> None:
-        while not done.is_set():
-            peak[0] = max(peak[0], rss_mb(pid))
-            time.sleep(0.01)
-
-    sampler = threading.Thread(target=sample)
-    sampler.start()
-    try:
+    with PeakRss(guarded.process.pid, every_s=0.01) as rss:
         r = httpx.post(
             guarded.url + "/v1/rewards",
             content=chunks(600 * MIB),
             headers={"content-type": "application/json"},
             timeout=120,
         )
-    finally:
-        done.set()
-        sampler.join()
     assert r.status_code == 401 and r.headers["content-type"] == "application/problem+json"
     assert r.json()["type"] == "unauthorized"
-    assert peak[0] - before < 50, (before, peak[0])
+    assert rss.peak - rss.before < 50, (rss.before, rss.peak)
 
 
 def test_a_chunked_body_over_the_limit_is_refused_as_it_arrives(guarded: Any) -> None:
