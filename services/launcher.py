@@ -25,11 +25,13 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
+from typing import TypedDict, Unpack
 
 import httpx
 
 __all__ = [
     "TINY_MODELS_ENV",
+    "LaunchOptions",
     "Server",
     "ServerFailed",
     "free_port",
@@ -138,6 +140,17 @@ def _redis_ready(server: Server) -> bool:
         return False
 
 
+class LaunchOptions(TypedDict, total=False):
+    """The options of :func:`launch` (besides ``env``) that the ``start_*`` functions pass on
+    to it: its defaults are theirs."""
+
+    log: Path | None
+    cwd: Path | str | None
+    timeout_s: float
+    name: str
+    group: bool
+
+
 def launch(
     argv: Sequence[str],
     port: int,
@@ -190,51 +203,23 @@ def start_uvicorn(
     factory: bool = True,
     ready_path: str = "/readyz",
     env: Mapping[str, str] | None = None,
-    log: Path | None = None,
-    cwd: Path | str | None = None,
     port: int | None = None,
-    timeout_s: float = 60.0,
-    name: str = "server",
     extra_args: Sequence[str] = (),
-    group: bool = False,
+    **options: Unpack[LaunchOptions],
 ) -> Server:
     """``python -m uvicorn [--factory] APP`` on ``port`` (a free one by default), ready once
-    ``GET ready_path`` answers 200."""
+    ``GET ready_path`` answers 200 (``env`` and ``options``: as :func:`launch` takes them)."""
     port = port or free_port()
     argv = [*_uvicorn_argv(app, port, factory), *extra_args]
-    return launch(
-        argv,
-        port,
-        _http_ready(ready_path),
-        env=env,
-        log=log,
-        cwd=cwd,
-        timeout_s=timeout_s,
-        name=name,
-        group=group,
-    )
+    return launch(argv, port, _http_ready(ready_path), env=env, **options)
 
 
-def start_referee(
-    env: Mapping[str, str] | None = None,
-    *,
-    log: Path | None = None,
-    cwd: Path | str | None = None,
-    timeout_s: float = 60.0,
-    name: str = "referee",
-    group: bool = False,
-) -> Server:
+def start_referee(env: Mapping[str, str] | None = None, **options: Unpack[LaunchOptions]) -> Server:
     """referee's API (``create_app``, configured by ``REFEREE_*`` in ``env``), ready once
-    ``/readyz`` answers 200."""
-    return start_uvicorn(
-        "referee.services.app:create_app",
-        env=env,
-        log=log,
-        cwd=cwd,
-        timeout_s=timeout_s,
-        name=name,
-        group=group,
-    )
+    ``/readyz`` answers 200 (``options``: as :func:`launch` takes them; ``name`` is
+    ``referee`` unless given)."""
+    options.setdefault("name", "referee")
+    return start_uvicorn("referee.services.app:create_app", env=env, **options)
 
 
 # A local model's weights behind the OpenAI-compatible server (argv: model path, port).

@@ -31,6 +31,7 @@ import re
 import secrets
 import tempfile
 from collections.abc import AsyncIterator, Callable
+from functools import partial
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -193,59 +194,51 @@ class SessionRouter:
         async def here(m: SessionManager) -> ToolCallResponse:
             return await m.tool(sid, name, arguments, request_id)
 
-        body = ToolCallRequest(arguments=arguments, request_id=request_id)
-        try:
-            return await self._route(sid, here, "POST", f"/tools/{name}", body, ToolCallResponse)
-        except _Lost as lost:
+        def lost(reason: str) -> ToolCallResponse:
             return ToolCallResponse(
-                output=f"[session_lost: {lost}]\n",
+                output=f"[session_lost: {reason}]\n",
                 done=True,
-                info={"error": "session_lost", "reason": str(lost)},
+                info={"error": "session_lost", "reason": reason},
             )
+
+        body = ToolCallRequest(arguments=arguments, request_id=request_id)
+        return await self._route(sid, here, lost, "POST", f"/tools/{name}", body, ToolCallResponse)
 
     async def step(self, sid: str, body: StepRequest) -> StepResponse:
         async def here(m: SessionManager) -> StepResponse:
             return await m.step(sid, body)
 
-        try:
-            return await self._route(sid, here, "POST", "/step", body, StepResponse)
-        except _Lost as lost:
-            return StepResponse(
-                truncated=True,
-                info={"kind": "lost", "valid": False, "error": "session_lost", "reason": str(lost)},
-            )
+        def lost(reason: str) -> StepResponse:
+            info = {"kind": "lost", "valid": False, "error": "session_lost", "reason": reason}
+            return StepResponse(truncated=True, info=info)
+
+        return await self._route(sid, here, lost, "POST", "/step", body, StepResponse)
 
     async def verify(self, sid: str, body: VerifyRequest) -> SessionReward:
         async def here(m: SessionManager) -> SessionReward:
             return await m.verify(sid, body)
 
-        try:
-            return await self._route(sid, here, "POST", "/verify", body, SessionReward)
-        except _Lost as lost:
-            return SessionReward(
-                id=sid,
-                score=0.0,
-                valid=False,
-                details={"outcome": "session_lost", "reason": str(lost)},
-            )
+        def lost(reason: str) -> SessionReward:
+            details = {"outcome": "session_lost", "reason": reason}
+            return SessionReward(id=sid, score=0.0, valid=False, details=details)
+
+        return await self._route(sid, here, lost, "POST", "/verify", body, SessionReward)
 
     async def state(self, sid: str) -> SessionState:
         async def here(m: SessionManager) -> SessionState:
             return m.state(sid)
 
-        try:
-            return await self._route(sid, here, "GET", "", None, SessionState)
-        except _Lost as lost:
-            return _lost_state(sid, str(lost))
+        return await self._route(
+            sid, here, partial(_lost_state, sid), "GET", "", None, SessionState
+        )
 
     async def close_session(self, sid: str) -> SessionState:
         async def here(m: SessionManager) -> SessionState:
             return await m.close(sid)
 
-        try:
-            return await self._route(sid, here, "DELETE", "", None, SessionState)
-        except _Lost as lost:
-            return _lost_state(sid, str(lost))
+        return await self._route(
+            sid, here, partial(_lost_state, sid), "DELETE", "", None, SessionState
+        )
 
     # -- routing ------------------------------------------------------------------------------
 
@@ -253,22 +246,29 @@ class SessionRouter:
         self,
         sid: str,
         here: Callable[[SessionManager], Any],
+        lost: Callable[[str], M],
         method: str,
         path: str,
         body: BaseModel | None,
         model: type[M],
     ) -> M:
+        """The call taken where the session is: ``here`` on this process's manager, else
+        ``method path`` (below the session's URL) sent to its process; a session whose process
+        is gone answers ``lost(reason)``."""
         owner = owner_of(sid)
         if owner is None:
             raise NotFound(f"no session {sid}")
         payload = body.model_dump(mode="json", exclude_unset=True) if body is not None else None
         full_path = f"/v1/sessions/{sid}{path}"
-        if self.local is not None:
-            if owner == self.tag:
-                result: M = await here(self.local)
-                return result
-            return await self._to_sibling(owner, sid, method, full_path, payload, model)
-        return await self._to_node(owner, sid, method, full_path, payload, model)
+        try:
+            if self.local is None:
+                return await self._to_node(owner, sid, method, full_path, payload, model)
+            if owner != self.tag:
+                return await self._to_sibling(owner, sid, method, full_path, payload, model)
+            result: M = await here(self.local)
+            return result
+        except _Lost as gone:
+            return lost(str(gone))
 
     async def _to_sibling(
         self, owner: str, sid: str, method: str, path: str, payload: Any, model: type[M]
