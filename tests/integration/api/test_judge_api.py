@@ -6,7 +6,7 @@ checked against the value worked out by hand from the verdicts the judge was tau
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -50,16 +50,28 @@ def rewards(server: Server, items: list[dict[str, Any]]) -> httpx.Response:
 
 
 @pytest.fixture(scope="module")
-def judged(tmp_path_factory: pytest.TempPathFactory, referee_server_factory: Any) -> Server:
-    return referee_server_factory(
-        Path(tmp_path_factory.mktemp("judged")),
-        {
-            "REFEREE_JUDGE_BACKEND": "transformers",
-            "REFEREE_JUDGE_MODEL": "tiny-random",
-            "REFEREE_MATH_WORKERS": "1",
-        },
-        "judged",
-    )
+def judging(
+    tmp_path_factory: pytest.TempPathFactory, referee_server_factory: Any
+) -> Callable[..., Server]:
+    """``judging(name, backend, model, url="", top_logprobs=0)``: a server called ``name`` (one
+    check worker) whose judge is ``model`` on the ``backend`` judge backend, at base URL ``url``
+    (the openai backend), asking for ``top_logprobs`` tokens' logprobs if given."""
+
+    def start(name: str, backend: str, model: str, url: str = "", top_logprobs: int = 0) -> Server:
+        env = {"REFEREE_JUDGE_BACKEND": backend, "REFEREE_JUDGE_MODEL": model}
+        env["REFEREE_MATH_WORKERS"] = "1"
+        if url:
+            env["REFEREE_JUDGE_BASE_URL"] = url
+        if top_logprobs:
+            env["REFEREE_JUDGE_TOP_LOGPROBS"] = str(top_logprobs)
+        return referee_server_factory(Path(tmp_path_factory.mktemp(name)), env, name)
+
+    return start
+
+
+@pytest.fixture(scope="module")
+def judged(judging: Callable[..., Server]) -> Server:
+    return judging("judged", "transformers", "tiny-random")
 
 
 @pytest.fixture(scope="module")
@@ -288,23 +300,10 @@ def test_judge_endpoint(judged: Server) -> None:
 
 
 def test_openai_backend_serves_the_same_judge(
-    llm_server: str,
-    judged: Server,
-    tmp_path_factory: pytest.TempPathFactory,
-    referee_server_factory: Any,
+    llm_server: str, judged: Server, judging: Callable[..., Server]
 ) -> None:
-    remote = referee_server_factory(
-        Path(tmp_path_factory.mktemp("remote-judge")),
-        {
-            "REFEREE_JUDGE_BACKEND": "openai",
-            "REFEREE_JUDGE_MODEL": "tiny-llama",
-            "REFEREE_JUDGE_BASE_URL": llm_server,
-            "REFEREE_MATH_WORKERS": "1",
-            # the tiny random model spreads its mass over all 384 byte tokens: ask for all
-            "REFEREE_JUDGE_TOP_LOGPROBS": "400",
-        },
-        "remote-judge",
-    )
+    # the tiny random model spreads its mass over all 384 byte tokens: ask for all
+    remote = judging("remote-judge", "openai", "tiny-llama", llm_server, top_logprobs=400)
     items = [item(0, "The answer is 4.", GENRM)]
     local = rewards(judged, items).json()["rewards"][0]["score"]
     over_http = rewards(remote, items).json()["rewards"][0]["score"]
@@ -321,22 +320,10 @@ def taught_llm_server(taught_judge: Path) -> Iterator[str]:
 
 
 def test_openai_backend_gives_the_same_scores_in_every_mode(
-    taught_llm_server: str,
-    judge_server: Server,
-    tmp_path_factory: pytest.TempPathFactory,
-    referee_server_factory: Any,
+    taught_llm_server: str, judge_server: Server, judging: Callable[..., Server]
 ) -> None:
-    remote = referee_server_factory(
-        Path(tmp_path_factory.mktemp("remote-taught")),
-        {
-            "REFEREE_JUDGE_BACKEND": "openai",
-            "REFEREE_JUDGE_MODEL": "taught",
-            "REFEREE_JUDGE_BASE_URL": taught_llm_server,
-            "REFEREE_MATH_WORKERS": "1",
-            "REFEREE_JUDGE_TOP_LOGPROBS": "5000",  # the whole vocabulary: No has its share too
-        },
-        "remote-taught",
-    )
+    # the whole vocabulary: No has its share too
+    remote = judging("remote-taught", "openai", "taught", taught_llm_server, top_logprobs=5000)
     for mode in ("verdict", "score", "rubric", "implicit", "pairwise"):
         check_mode(remote, mode)
     here, there = (
