@@ -5,10 +5,11 @@ argument read into a grader, and bad input reported as a message and exit status
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 from typing import Any
+
+from referee.services.jsonl import json_lines
 
 __all__ = ["read_jsonl"]
 
@@ -17,13 +18,9 @@ def read_jsonl(path: str | Path) -> list[dict[str, Any]]:
     """Rows of a JSONL dataset; each needs a ``prompt``. Raises ValueError naming the line."""
     rows = []
     with open(path, encoding="utf-8") as stream:
-        for lineno, line in enumerate(stream, 1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise ValueError(f"{path}:{lineno}: not JSON: {exc.msg}") from exc
+        for lineno, row, error in json_lines(stream):
+            if error is not None:
+                raise ValueError(f"{path}:{lineno}: not JSON: {error.msg}") from error
             if not isinstance(row, dict) or "prompt" not in row:
                 raise ValueError(f"{path}:{lineno}: expected a JSON object with a 'prompt'")
             rows.append(row)

@@ -21,6 +21,7 @@ from typing import Any
 
 from referee.client.errors import InvalidRequest, RefereeError
 from referee.client.models import JudgeResponse
+from referee.services.jsonl import json_lines
 
 __all__ = ["register"]
 
@@ -46,13 +47,9 @@ def _responses(args: argparse.Namespace) -> list[str]:
     out = list(args.response or [])
     if args.responses:
         lines = Path(args.responses).read_text(encoding="utf-8").splitlines()
-        for n, line in enumerate(lines, 1):
-            if not line.strip():
-                continue
-            try:
-                value = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise InvalidRequest(f"{args.responses}:{n}: not JSON ({exc.msg})") from exc
+        for n, value, error in json_lines(lines):
+            if error is not None:
+                raise InvalidRequest(f"{args.responses}:{n}: not JSON ({error.msg})") from error
             if isinstance(value, dict):
                 value = value.get("response")
             if not isinstance(value, str):

@@ -26,6 +26,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any, TextIO
 
 from referee.client.errors import RefereeError
+from referee.services.jsonl import json_lines
 
 __all__ = ["main"]
 
@@ -78,13 +79,9 @@ def _verify(args: argparse.Namespace) -> int:
 
 
 def _read_items(stream: TextIO) -> Iterator[tuple[int, dict[str, Any] | None, str | None]]:
-    for lineno, line in enumerate(stream, 1):
-        if not line.strip():
-            continue
-        try:
-            data = json.loads(line)
-        except json.JSONDecodeError as exc:
-            yield lineno, None, f"line {lineno}: not JSON: {exc.msg}"
+    for lineno, data, error in json_lines(stream):
+        if error is not None:
+            yield lineno, None, f"line {lineno}: not JSON: {error.msg}"
             continue
         if not isinstance(data, dict):
             yield lineno, None, f"line {lineno}: expected a JSON object"
