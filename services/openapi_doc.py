@@ -17,12 +17,12 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from fastapi import FastAPI
+from fastapi import APIRouter, FastAPI
 from fastapi.openapi.utils import get_openapi
 
 from referee.client.models import Problem
 
-__all__ = ["API_KEY_PROBLEM", "install_openapi", "problem_responses"]
+__all__ = ["API_KEY_PROBLEM", "api_key_router", "install_openapi", "problem_responses"]
 
 PROBLEM_JSON = "application/problem+json"
 API_KEY_PROBLEM = "Missing or unknown API key"
@@ -39,6 +39,13 @@ def problem_responses(descriptions: dict[int, str]) -> dict[int | str, dict[str,
     """A router's or a route's ``responses=`` table: each status with its description, its body
     a :class:`Problem`."""
     return {code: {"model": Problem, "description": text} for code, text in descriptions.items()}
+
+
+def api_key_router(prefix: str, tag: str, problems: dict[int, str]) -> APIRouter:
+    """A router of routes behind the API key: its ``responses=`` table is 401
+    (:data:`API_KEY_PROBLEM`) and then ``problems``."""
+    responses = problem_responses({401: API_KEY_PROBLEM, **problems})
+    return APIRouter(prefix=prefix, tags=[tag], responses=responses)
 
 
 def _problem_content(response: dict[str, Any]) -> None:

@@ -18,7 +18,7 @@ import time
 from collections import Counter
 from typing import Any
 
-from fastapi import APIRouter, Request
+from fastapi import Request
 
 from referee.client.environment_models import (
     CurriculumProblemsRequest,
@@ -40,22 +40,22 @@ from referee.services.environments.curriculum import (
     draw_tasks,
     task_weight,
 )
-from referee.services.openapi_doc import API_KEY_PROBLEM, problem_responses
+from referee.services.openapi_doc import api_key_router
 from referee.verifiers import TimedOut, WorkerFailed, procedural
 
 __all__ = ["curriculum_store", "generate_problems", "router"]
 
 _CHUNK = 64
-_PROBLEMS = problem_responses(
+router = api_key_router(
+    "/v1",
+    "environments",
     {
-        401: API_KEY_PROBLEM,
         404: "Unknown task",
         413: "Too many problems",
         422: "Invalid config or level",
         503: "reasoning-gym is not installed",
-    }
+    },
 )
-router = APIRouter(prefix="/v1", tags=["environments"], responses=_PROBLEMS)
 
 
 async def _families() -> list[dict[str, Any]]:

@@ -4,25 +4,25 @@ in the API process otherwise; the API is the same either way."""
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Request, Response
+from fastapi import Request, Response
 
 from referee.client.errors import PayloadTooLarge
 from referee.client.job_models import JobRequest, JobStatus
-from referee.services.openapi_doc import API_KEY_PROBLEM, problem_responses
+from referee.services.openapi_doc import api_key_router
 
 __all__ = ["router"]
 
-_PROBLEMS = problem_responses(
+router = api_key_router(
+    "/v1/jobs",
+    "jobs",
     {
-        401: API_KEY_PROBLEM,
         404: "No such job",
         409: "The id is taken by a different request",
         413: "Too many items or too large a body",
         422: "Invalid request",
         503: "The job store or queue is unreachable",
-    }
+    },
 )
-router = APIRouter(prefix="/v1/jobs", tags=["jobs"], responses=_PROBLEMS)
 
 
 @router.post(

@@ -4,18 +4,19 @@ from __future__ import annotations
 
 import time
 
-from fastapi import APIRouter, Request
+from fastapi import Request
 
 from referee.client.models import JudgeRequest, JudgeResponse, JudgeResult, RewardItem
-from referee.services.openapi_doc import API_KEY_PROBLEM, problem_responses
+from referee.services.openapi_doc import api_key_router
 from referee.services.scoring.judge import require_judge, resolve_judge_leaves
 
 __all__ = ["router"]
 
-_PROBLEMS = problem_responses(
-    {401: API_KEY_PROBLEM, 422: "Invalid request", 503: "No judge model is configured"}
+router = api_key_router(
+    "/v1",
+    "judge",
+    {422: "Invalid request", 503: "No judge model is configured"},
 )
-router = APIRouter(prefix="/v1", tags=["judge"], responses=_PROBLEMS)
 
 
 @router.post("/judge", response_model=JudgeResponse, summary="Judge responses with a model")

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from fastapi import APIRouter, Request, Response
+from fastapi import Request, Response
 from fastapi.responses import PlainTextResponse
 from starlette.convertors import StringConvertor, register_url_convertor
 
@@ -32,21 +32,21 @@ from referee.client.session_models import (
     ToolCallResponse,
     VerifyRequest,
 )
-from referee.services.openapi_doc import API_KEY_PROBLEM, problem_responses
+from referee.services.openapi_doc import api_key_router
 
 __all__ = ["COOKIE", "router"]
 
 COOKIE = "referee_nemo_gym___{env}"
-_PROBLEMS = problem_responses(
+router = api_key_router(
+    "/nemo-gym/{env}",
+    "nemo-gym",
     {
-        401: API_KEY_PROBLEM,
         404: "Unknown environment, or no (or a closed) session",
         409: "The episode is over",
         422: "A row the environment cannot use",
         503: "Too many live sessions (Retry-After), or no sandbox",
-    }
+    },
 )
-router = APIRouter(prefix="/nemo-gym/{env}", tags=["nemo-gym"], responses=_PROBLEMS)
 
 _GYM_FIELDS = ("responses_create_params", "response", "reward", "reward_components", "seed")
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 
-from fastapi import APIRouter, Request
+from fastapi import Request
 
 from referee.client.errors import PayloadTooLarge
 from referee.client.models import (
@@ -16,21 +16,21 @@ from referee.client.models import (
     RewardsRequest,
     RewardsResponse,
 )
-from referee.services.openapi_doc import API_KEY_PROBLEM, problem_responses
+from referee.services.openapi_doc import api_key_router
 from referee.services.scoring.scorer import Scorer
 from referee.verifiers import TimedOut, WorkerFailed
 from referee.verifiers.math import verify
 
 __all__ = ["router", "score_for_request"]
 
-_PROBLEMS = problem_responses(
+router = api_key_router(
+    "/v1",
+    "rewards",
     {
-        401: API_KEY_PROBLEM,
         413: "Too many items or too large a body",
         422: "Invalid request (malformed JSON, wrong field, ...)",
-    }
+    },
 )
-router = APIRouter(prefix="/v1", tags=["rewards"], responses=_PROBLEMS)
 
 
 @router.post("/rewards", response_model=RewardsResponse, summary="Score a batch of rollouts")

@@ -11,7 +11,7 @@ import asyncio
 import time
 from collections.abc import Awaitable, Callable
 
-from fastapi import APIRouter, Request
+from fastapi import Request
 
 from referee.client.models import (
     CodeGradeRequest,
@@ -24,21 +24,21 @@ from referee.client.models import (
 from referee.services.execution.program_tests import code_deadline_s
 from referee.services.execution.slots import SandboxExecutor
 from referee.services.execution.wire import run_result_dict
-from referee.services.openapi_doc import API_KEY_PROBLEM, problem_responses
+from referee.services.openapi_doc import api_key_router
 
 __all__ = ["hang_up", "router"]
 
-_PROBLEMS = problem_responses(
+router = api_key_router(
+    "/v1/sandbox",
+    "sandbox",
     {
-        401: API_KEY_PROBLEM,
         422: "Invalid request (unknown language, ...)",
         503: "No isolation backend: code execution is refused; or (with Retry-After) the queue "
         "for a sandbox slot is full",
         504: "No sandbox slot came free within REFEREE_SANDBOX_QUEUE_WAIT_S; retry after "
         "Retry-After",
-    }
+    },
 )
-router = APIRouter(prefix="/v1/sandbox", tags=["sandbox"], responses=_PROBLEMS)
 
 
 def hang_up(request: Request) -> Callable[[], Awaitable[object]]:

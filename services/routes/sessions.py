@@ -20,7 +20,7 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any
 
-from fastapi import APIRouter, Depends, FastAPI, Request
+from fastapi import Depends, FastAPI, Request
 from starlette.convertors import StringConvertor, register_url_convertor
 
 from referee.client.session_models import (
@@ -36,7 +36,7 @@ from referee.client.session_models import (
     VerifyRequest,
 )
 from referee.services.auth import require_api_key
-from referee.services.openapi_doc import API_KEY_PROBLEM, problem_responses
+from referee.services.openapi_doc import api_key_router
 from referee.services.sessions.catalog import ENVIRONMENTS
 from referee.services.sessions.episode import EnvContext
 from referee.services.sessions.manager import SessionManager
@@ -44,16 +44,16 @@ from referee.services.sessions.router import SessionRouter, serving
 
 __all__ = ["install", "router"]
 
-_PROBLEMS = problem_responses(
+router = api_key_router(
+    "/v1/sessions",
+    "sessions",
     {
-        401: API_KEY_PROBLEM,
         404: "Unknown environment, or no such (or a closed) session",
         409: "The episode is over, or a request_id reused",
         422: "A task row the environment cannot use",
         503: "Too many live sessions (Retry-After), or no sandbox",
-    }
+    },
 )
-router = APIRouter(prefix="/v1/sessions", tags=["sessions"], responses=_PROBLEMS)
 
 
 class SessionIdConvertor(StringConvertor):
