@@ -43,21 +43,26 @@ REGEX_MAX_CHARS: Final = 100_000
 _BOX = re.compile(r"\\boxed(?![A-Za-z])")
 
 
-def _tag(text: str, name: str) -> tuple[int, int] | str:
-    """Positions of the single ``<name>`` and ``</name>`` (opening first), or what is wrong."""
+class _Wrong(Exception):
+    """The response does not have the format; the message says what is off."""
+
+
+def _tag(text: str, name: str) -> tuple[int, int]:
+    """Positions of the single ``<name>`` and ``</name>`` (opening first); raises :class:`_Wrong`
+    saying what is off otherwise."""
     opening, closing = f"<{name}>", f"</{name}>"
     n_open, n_close = text.count(opening), text.count(closing)
     if n_open == 0:
-        return f"no {opening} opening tag"
+        raise _Wrong(f"no {opening} opening tag")
     if n_open > 1:
-        return f"{n_open} {opening} blocks"
+        raise _Wrong(f"{n_open} {opening} blocks")
     if n_close == 0:
-        return f"no {closing} closing tag"
+        raise _Wrong(f"no {closing} closing tag")
     if n_close > 1:
-        return f"{n_close} {closing} closing tags"
+        raise _Wrong(f"{n_close} {closing} closing tags")
     start, end = text.find(opening), text.find(closing)
     if end < start:
-        return f"{closing} before {opening}"
+        raise _Wrong(f"{closing} before {opening}")
     return start, end
 
 
@@ -65,55 +70,42 @@ def _content(text: str, span: tuple[int, int], name: str) -> str:
     return text[span[0] + len(name) + 2 : span[1]]
 
 
-def _think_first(text: str) -> tuple[int, int] | str:
+def _think_first(text: str) -> tuple[int, int]:
     think = _tag(text, "think")
-    if isinstance(think, str):
-        return think
     if text[: think[0]].strip():
-        return "text before <think>"
+        raise _Wrong("text before <think>")
     return think
 
 
-def _check_think_answer(text: str) -> str | None:
+def _check_think_answer(text: str) -> None:
     think = _think_first(text)
-    if isinstance(think, str):
-        return think
     answer = _tag(text, "answer")
-    if isinstance(answer, str):
-        return answer
     after_think = think[1] + len("</think>")
     if answer[0] < after_think:
-        return "<answer> inside the think block"
+        raise _Wrong("<answer> inside the think block")
     if text[after_think : answer[0]].strip():
-        return "text between </think> and <answer>"
+        raise _Wrong("text between </think> and <answer>")
     if not _content(text, answer, "answer").strip():
-        return "empty <answer> block"
+        raise _Wrong("empty <answer> block")
     if text[answer[1] + len("</answer>") :].strip():
-        return "text after </answer>"
-    return None
+        raise _Wrong("text after </answer>")
 
 
-def _check_answer_tag(text: str) -> str | None:
+def _check_answer_tag(text: str) -> None:
     answer = _tag(text, "answer")
-    if isinstance(answer, str):
-        return answer
     if not _content(text, answer, "answer").strip():
-        return "empty <answer> block"
-    return None
+        raise _Wrong("empty <answer> block")
 
 
-def _check_think(text: str) -> str | None:
+def _check_think(text: str) -> None:
     think = _think_first(text)
-    if isinstance(think, str):
-        return think
     if not _content(text, think, "think").strip():
-        return "empty think block"
+        raise _Wrong("empty think block")
     if not text[think[1] + len("</think>") :].strip():
-        return "no text after </think>"
-    return None
+        raise _Wrong("no text after </think>")
 
 
-def _check_boxed(text: str) -> str | None:
+def _check_boxed(text: str) -> None:
     reason = "no \\boxed{...}"
     pos = 0
     while (m := _BOX.search(text, pos)) is not None:
@@ -125,12 +117,12 @@ def _check_boxed(text: str) -> str | None:
             continue
         close = closing_brace(text, j)
         if close is None:
-            return "unclosed \\boxed{"  # any later box lies inside this one
+            raise _Wrong("unclosed \\boxed{")  # any later box lies inside this one
         if text[j + 1 : close].strip():
-            return None
+            return
         reason = "empty \\boxed{}"
         pos = close + 1
-    return reason
+    raise _Wrong(reason)
 
 
 _NAMED = {
@@ -168,7 +160,8 @@ def check_format(response: str, pattern: str = "think_answer") -> CheckResult:
             f"unknown format pattern {pattern!r}: use one of {', '.join(FORMAT_PATTERNS)} "
             f"or '{REGEX_PREFIX}<pattern>'"
         )
-    reason = check(response)
-    if reason is None:
-        return CheckResult(1.0, "correct")
-    return CheckResult(0.0, "wrong", reason=reason)
+    try:
+        check(response)
+    except _Wrong as wrong:
+        return CheckResult(0.0, "wrong", reason=str(wrong))
+    return CheckResult(1.0, "correct")

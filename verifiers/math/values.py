@@ -72,13 +72,18 @@ class Seq:
 
 
 @dataclass(frozen=True, slots=True)
-class IntervalSet:
-    """A subset of the real line (interval, union, inequality solution) as a sympy Set."""
+class _SympyValue:
+    """A sympy object, printed as sympy prints it."""
 
     value: Any
 
     def __str__(self) -> str:
         return str(sympy.sstr(self.value))
+
+
+@dataclass(frozen=True, slots=True)
+class IntervalSet(_SympyValue):
+    """A subset of the real line (interval, union, inequality solution) as a sympy Set."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,13 +108,8 @@ class Equation:
 
 
 @dataclass(frozen=True, slots=True)
-class Relation:
+class Relation(_SympyValue):
     """An inequality that is not a plain interval of one variable."""
-
-    value: Any
-
-    def __str__(self) -> str:
-        return str(sympy.sstr(self.value))
 
 
 Value = Scalar | Text | Seq | IntervalSet | MatrixValue | Equation | Relation
