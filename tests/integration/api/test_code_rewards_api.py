@@ -7,6 +7,7 @@ from typing import Any
 
 import httpx
 import pytest
+from grader_cases import weighted
 
 Server = Any
 
@@ -186,14 +187,11 @@ def test_compiled_language_and_compile_error(server: Server) -> None:
 
 def test_weighted_code_with_math_and_groups(server: Server) -> None:
     response = "The sum is $\\boxed{3}$.\n\n```python\n" + ADD + "```"
-    grader = {
-        "type": "weighted",
-        "graders": [
-            {"weight": 1.0, "grader": {"type": "math", "reference": "3"}},
-            {"weight": 1.0, "grader": {"type": "code", "language": "python", "tests": STDIO}},
-            {"weight": 0.5, "grader": {"type": "format", "pattern": "boxed"}},
-        ],
-    }
+    grader = weighted(
+        (1.0, {"type": "math", "reference": "3"}),
+        (1.0, {"type": "code", "language": "python", "tests": STDIO}),
+        (0.5, {"type": "format", "pattern": "boxed"}),
+    )
     wrong = "The sum is $\\boxed{4}$.\n\n```python\nprint(-7)\n```"
     items = [
         {"id": "a", "group": "g", "response": response, "grader": grader},

@@ -12,17 +12,12 @@ from typing import Any
 
 import httpx
 import pytest
+from grader_cases import weighted
 
 from referee.client import InvalidRequest, JobState, RefereeClient
 from referee.services.scoring.named import GraderRegistry
 
-R1 = {
-    "type": "weighted",
-    "graders": [
-        {"weight": 0.9, "grader": {"type": "math"}},
-        {"weight": 0.1, "grader": {"type": "format", "pattern": "think_answer"}},
-    ],
-}
+R1 = weighted((0.9, {"type": "math"}), (0.1, {"type": "format", "pattern": "think_answer"}))
 LOOSE = {"type": "string_check", "operation": "ilike", "reference": "paris"}
 
 
@@ -58,7 +53,7 @@ def test_named_scores_as_the_inline_grader(named_server: Any) -> None:
                         {**p, "grader": {**p["grader"], "reference": "4"}}
                         if p["grader"]["type"] == "math"
                         else p
-                        for p in R1["graders"]  # type: ignore[attr-defined]
+                        for p in R1["graders"]
                     ],
                 },
             }
@@ -81,13 +76,10 @@ def test_named_scores_as_the_inline_grader(named_server: Any) -> None:
                 {
                     "id": "w",
                     "response": "PARIS",
-                    "grader": {
-                        "type": "weighted",
-                        "graders": [
-                            {"weight": 1, "grader": {"type": "named", "name": "capital"}},
-                            {"weight": 1, "grader": {"type": "string_check", "reference": "x"}},
-                        ],
-                    },
+                    "grader": weighted(
+                        (1, {"type": "named", "name": "capital"}),
+                        (1, {"type": "string_check", "reference": "x"}),
+                    ),
                 }
             ]
         ).rewards

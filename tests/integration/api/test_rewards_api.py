@@ -7,6 +7,7 @@ from typing import Any as Server
 
 import httpx
 import pytest
+from grader_cases import weighted
 
 BOXED = "Let me think.\n\nSo the answer is $\\boxed{%s}$."
 
@@ -79,24 +80,18 @@ def test_every_grader_type_and_weighted(server: Server) -> None:
         {
             "id": "w",
             "response": think,
-            "grader": {
-                "type": "weighted",
-                "graders": [
-                    {"weight": 1.0, "grader": {"type": "math", "reference": "4"}},
-                    {"weight": 0.25, "grader": {"type": "format", "pattern": "think_answer"}},
-                ],
-            },
+            "grader": weighted(
+                (1.0, {"type": "math", "reference": "4"}),
+                (0.25, {"type": "format", "pattern": "think_answer"}),
+            ),
         },
         {
             "id": "w-half",
             "response": "<answer>5</answer>",
-            "grader": {
-                "type": "weighted",
-                "graders": [
-                    {"weight": 1.0, "grader": {"type": "math", "reference": "5"}},
-                    {"weight": 1.0, "grader": {"type": "format", "pattern": "think_answer"}},
-                ],
-            },
+            "grader": weighted(
+                (1.0, {"type": "math", "reference": "5"}),
+                (1.0, {"type": "format", "pattern": "think_answer"}),
+            ),
         },
     ]
     scores = {r["id"]: r for r in post(server, "/v1/rewards", {"items": items}).json()["rewards"]}

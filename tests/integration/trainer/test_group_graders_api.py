@@ -8,6 +8,7 @@ from typing import Any as Server
 
 import httpx
 import pytest
+from grader_cases import ALL_RIGHT, ALL_RIGHT_SCORES, LONG, SHORT, penalised_group, weighted
 
 
 def rewards(server: Server, items: list[dict[str, Any]], **extra: Any) -> dict[str, Any]:
@@ -72,13 +73,9 @@ def test_majority_vote_needs_a_group(server: Server) -> None:
 
 
 def test_majority_vote_inside_weighted(server: Server) -> None:
-    grader = {
-        "type": "weighted",
-        "graders": [
-            {"weight": 1.0, "grader": {"type": "majority_vote"}},
-            {"weight": 1.0, "grader": {"type": "format", "pattern": "boxed"}},
-        ],
-    }
+    grader = weighted(
+        (1.0, {"type": "majority_vote"}), (1.0, {"type": "format", "pattern": "boxed"})
+    )
     items = [
         {"id": str(k), "response": text, "grader": grader, "group": "w"}
         for k, text in enumerate(["\\boxed{5}", "\\boxed{5}", "the answer is 6"])
@@ -88,27 +85,12 @@ def test_majority_vote_inside_weighted(server: Server) -> None:
 
 
 def test_length_penalty_follows_the_group_pass_rate(server: Server) -> None:
-    penalty = {
-        "type": "length_penalty",
-        "grader": {"type": "math", "reference": "4"},
-        "beta": 0.5,
-        "max_length": 100,
-    }
-    short, long = "\\boxed{4}", "x" * 91 + "\\boxed{4}"  # 9 and 100 characters
-    easy = [short, long, short, long]  # all right: weight 0.5
-    hard = [short, long, "\\boxed{5}", "\\boxed{6}"]  # half right: weight 0.25
-    items = [
-        {"id": f"{g}{k}", "response": r, "grader": penalty, "group": g}
-        for g, group in (("easy", easy), ("hard", hard))
-        for k, r in enumerate(group)
-    ]
+    hard = [SHORT, LONG, "\\boxed{5}", "\\boxed{6}"]  # half right: weight 0.25
+    items = penalised_group("easy", ALL_RIGHT) + penalised_group("hard", hard)
     body = rewards(server, items)
     scores = [r["score"] for r in body["rewards"]]
     assert scores == pytest.approx(
-        [
-            *(1 - 0.5 * 0.09, 0.5, 1 - 0.5 * 0.09, 0.5),
-            *(1 - 0.25 * 0.09, 0.75, -0.25 * 0.09, -0.25 * 0.09),
-        ]
+        [*ALL_RIGHT_SCORES, *(1 - 0.25 * 0.09, 0.75, -0.25 * 0.09, -0.25 * 0.09)]
     )
     details = body["rewards"][1]["details"]
     assert details["outcome"] == "penalised"
@@ -127,11 +109,7 @@ def test_length_penalty_budget_mode(server: Server) -> None:
         "max_budget": 100,
     }
     # pass rate 1/2: budget 10 + 90 * 0.5 = 55; 100 chars -> (100 - 55)/100 over
-    responses = ["\\boxed{4}", "x" * 91 + "\\boxed{4}", "\\boxed{5}", "\\boxed{5}"]
-    items = [
-        {"id": str(k), "response": r, "grader": penalty, "group": "g"}
-        for k, r in enumerate(responses)
-    ]
+    items = penalised_group("g", [SHORT, LONG, "\\boxed{5}", "\\boxed{5}"], penalty)
     scores = [r["score"] for r in rewards(server, items)["rewards"]]
     assert scores == pytest.approx([1.0, 1 - 0.45, 0.0, 0.0])
 

@@ -18,6 +18,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from grader_cases import ALL_RIGHT, ALL_RIGHT_SCORES, penalised_group, weighted
 
 from referee.client.errors import ServiceUnavailable
 from referee.client.models import RewardItem, RewardsResponse
@@ -143,14 +144,11 @@ def test_a_response_without_a_program_scores_zero(
 
 
 def test_weighted_sums_math_code_and_format(pool: CheckPool, sandbox: SandboxExecutor) -> None:
-    grader = {
-        "type": "weighted",
-        "graders": [
-            {"weight": 2.0, "grader": {"type": "math", "reference": "4"}},
-            {"weight": 1.0, "grader": {"type": "code", "language": "python", "tests": STDIO}},
-            {"weight": 1.0, "grader": {"type": "format", "pattern": "think"}},
-        ],
-    }
+    grader = weighted(
+        (2.0, {"type": "math", "reference": "4"}),
+        (1.0, {"type": "code", "language": "python", "tests": STDIO}),
+        (1.0, {"type": "format", "pattern": "think"}),
+    )
     program = f"```python\n{ADD}```\n\n"
     right = f"<think>2+2</think>\n\n{program}so \\boxed{{4}}"
     wrong_math = f"{program}so \\boxed{{5}}"
@@ -179,21 +177,8 @@ def test_majority_vote_per_group(pool: CheckPool) -> None:
 
 
 def test_length_penalty_scores_its_inner_grader_first(pool: CheckPool) -> None:
-    penalty = {
-        "type": "length_penalty",
-        "grader": {"type": "math", "reference": "4"},
-        "beta": 0.5,
-        "max_length": 100,
-    }
-    short, long = "\\boxed{4}", "x" * 91 + "\\boxed{4}"  # 9 and 100 characters
-    responses = [short, long, short, long]  # all right: the group's pass rate is 1
-    items = [
-        {"id": str(k), "response": r, "grader": penalty, "group": "g"}
-        for k, r in enumerate(responses)
-    ]
-    out = score(pool, items)
-    expected = [1 - 0.5 * 0.09, 0.5, 1 - 0.5 * 0.09, 0.5]
-    assert [r.score for r in out.rewards] == pytest.approx(expected)
+    out = score(pool, penalised_group("g", ALL_RIGHT))
+    assert [r.score for r in out.rewards] == pytest.approx(ALL_RIGHT_SCORES)
     assert out.rewards[1].details["inner"]["outcome"] == "correct"
 
 
