@@ -12,15 +12,7 @@ from fastapi import APIRouter, Request
 
 from referee.client.compat_models import OpenRLHFRewardRequest, OpenRLHFRewardResponse
 from referee.client.errors import InvalidRequest
-from referee.services.routes.remote_reward import (
-    GRADER_QUERY,
-    grader_of,
-    group_of,
-    item_of,
-    response_of,
-    reward_of,
-    score,
-)
+from referee.services.routes.remote_reward import GRADER_QUERY, response_of, score_samples
 
 __all__ = ["router"]
 
@@ -34,17 +26,14 @@ async def _openrlhf(
     for name, values in (("prompts", body.prompts), ("labels", body.labels)):
         if values is not None and len(values) != n:
             raise InvalidRequest(f"{len(values)} {name} for {n} queries: send one per query")
-    spec = grader_of(request, kind, grader)
     prompts = body.prompts or [""] * n
     labels = body.labels or [None] * n
-    items = [
-        item_of(i, prompts[i], response_of(body.query[i], prompts[i]), labels[i], spec, group_of(p))
-        for i, p in enumerate(prompts)
+    samples = [
+        (p, response_of(q, p), label)
+        for p, q, label in zip(prompts, body.query, labels, strict=True)
     ]
-    results = await score(request, items) if items else []
     rewards, failed = [], []
-    for result in results:
-        reward, bad = reward_of(result)
+    for reward, bad, _result in await score_samples(request, kind, grader, samples):
         rewards.append(reward)
         failed.append(1.0 if bad else 0.0)
     return OpenRLHFRewardResponse(

@@ -20,6 +20,8 @@ these routes without one.
 from __future__ import annotations
 
 import hashlib
+import json
+from collections.abc import Sequence
 from typing import Any
 
 from fastapi import Query, Request
@@ -38,6 +40,7 @@ __all__ = [
     "response_of",
     "reward_of",
     "score",
+    "score_samples",
     "strip_end_tokens",
 ]
 
@@ -85,9 +88,11 @@ def strip_end_tokens(text: str) -> str:
     return text
 
 
-def group_of(prompt: str) -> str | None:
-    """Queries of one batch with the same prompt are one group (majority vote works)."""
-    return hashlib.sha1(prompt.encode()).hexdigest()[:16] if prompt else None
+def group_of(prompt: Any) -> str | None:
+    """Queries of one batch with the same prompt (text, or chat messages as JSON) are one group
+    (majority vote works)."""
+    text = prompt if isinstance(prompt, str) else json.dumps(prompt)
+    return hashlib.sha1(text.encode()).hexdigest()[:16] if text else None
 
 
 def grader_of(request: Request, kind: str | None, grader: str | None) -> dict[str, Any]:
@@ -135,3 +140,17 @@ def reward_of(result: RewardResult) -> tuple[float, bool]:
     """The reward these trainers need (a number: 0.0 when not valid) and whether it failed."""
     failed = result.score is None or not result.valid
     return (0.0 if failed or result.score is None else float(result.score)), failed
+
+
+async def score_samples(
+    request: Request, kind: str | None, grader: str | None, samples: Sequence[tuple[Any, str, Any]]
+) -> list[tuple[float, bool, RewardResult]]:
+    """Each sample ``(prompt, response, label)`` scored with the request's grader (those of one
+    prompt a group): its reward as :func:`reward_of` gives it, whether it failed, its result."""
+    spec = grader_of(request, kind, grader)
+    items = [
+        item_of(n, prompt, response, label, spec, group_of(prompt))
+        for n, (prompt, response, label) in enumerate(samples)
+    ]
+    results = await score(request, items) if items else []
+    return [(*reward_of(result), result) for result in results]

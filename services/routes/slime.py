@@ -12,15 +12,7 @@ from typing import Any
 from fastapi import APIRouter, Query, Request
 
 from referee.client.compat_models import SlimeRewardRequest
-from referee.services.routes.remote_reward import (
-    GRADER_QUERY,
-    grader_of,
-    group_of,
-    item_of,
-    reward_of,
-    score,
-    strip_end_tokens,
-)
+from referee.services.routes.remote_reward import GRADER_QUERY, score_samples, strip_end_tokens
 
 __all__ = ["router"]
 
@@ -30,12 +22,10 @@ router = APIRouter(tags=["compat"])
 async def _slime(
     body: SlimeRewardRequest, request: Request, kind: str | None, grader: str | None, details: bool
 ) -> Any:
-    spec = grader_of(request, kind, grader)
-    prompt = body.prompt if isinstance(body.prompt, str) else json.dumps(body.prompt)
     response = strip_end_tokens(body.response)  # slime keeps the EOS text by default
-    item = item_of(0, body.prompt, response, body.label, spec, group_of(prompt))
-    [result] = await score(request, [item])
-    reward, failed = reward_of(result)
+    [(reward, failed, result)] = await score_samples(
+        request, kind, grader, [(body.prompt, response, body.label)]
+    )
     if not details:
         return reward
     return {
