@@ -80,6 +80,25 @@ class APIError(RefereeError):
         else:
             self.status_code = type(self).status
 
+    def __init_subclass__(
+        cls,
+        *,
+        status: int | None = None,
+        type: str | None = None,
+        title: str | None = None,
+        **kwargs: Any,
+    ) -> None:
+        """A problem class names its HTTP status, its ``type`` (the name on the wire, which
+        :func:`error_for_problem` maps back) and its ``title`` as class keywords; one that
+        leaves them out keeps its parent's."""
+        super().__init_subclass__(**kwargs)
+        if status is not None:
+            cls.status = status
+        if type is not None:
+            cls.type = type
+        if title is not None:
+            cls.title = title
+
     def to_problem(self) -> dict[str, Any]:
         body: dict[str, Any] = {
             "type": self.type,
@@ -92,65 +111,50 @@ class APIError(RefereeError):
         return body
 
 
-class InvalidRequest(APIError):
-    status = 422
-    type = "invalid-request"
-    title = "The request is invalid"
+class InvalidRequest(APIError, status=422, type="invalid-request", title="The request is invalid"):
+    """400/422: the request is malformed or fails validation."""
 
 
-class Unauthorized(APIError):
-    status = 401
-    type = "unauthorized"
-    title = "Missing or unknown API key"
+class Unauthorized(APIError, status=401, type="unauthorized", title="Missing or unknown API key"):
+    """401 (and 403): missing or unknown API key."""
 
 
-class NotFound(APIError):
-    status = 404
-    type = "not-found"
-    title = "Not found"
+class NotFound(APIError, status=404, type="not-found", title="Not found"):
+    """404 (and 405): no such route or resource."""
 
 
-class Conflict(APIError):
-    status = 409
-    type = "conflict"
-    title = "Conflict"
+class Conflict(APIError, status=409, type="conflict", title="Conflict"):
+    """409: the id is taken by a different request."""
 
 
-class PayloadTooLarge(APIError):
-    status = 413
-    type = "payload-too-large"
-    title = "The request is too large"
+class PayloadTooLarge(
+    APIError, status=413, type="payload-too-large", title="The request is too large"
+):
+    """413: too many items or too large a body."""
 
 
-class TooManyRequests(APIError):
+class TooManyRequests(APIError, status=429, type="too-many-requests", title="Too many requests"):
     """The server is at capacity (every sandbox slot busy). Sent with ``Retry-After``."""
 
-    status = 429
-    type = "too-many-requests"
-    title = "Too many requests"
     retry_after_s: float = 1.0
 
 
-class ServiceUnavailable(APIError):
+class ServiceUnavailable(
+    APIError, status=503, type="service-unavailable", title="Service unavailable"
+):
     """A component is not available; with ``Retry-After`` when waiting helps (a full queue)."""
 
-    status = 503
-    type = "service-unavailable"
-    title = "Service unavailable"
 
-
-class GatewayTimeout(APIError):
+class GatewayTimeout(
+    APIError, status=504, type="gateway-timeout", title="No sandbox slot came free in time"
+):
     """A single run waited its longest for a free sandbox slot. Sent with ``Retry-After``."""
 
-    status = 504
-    type = "gateway-timeout"
-    title = "No sandbox slot came free in time"
 
-
-class InternalServerError(APIError):
-    status = 500
-    type = "internal-error"
-    title = "Internal server error"
+class InternalServerError(
+    APIError, status=500, type="internal-error", title="Internal server error"
+):
+    """500: a bug in referee (never the caller's fault)."""
 
 
 _BY_TYPE: dict[str, type[APIError]] = {

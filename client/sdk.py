@@ -25,16 +25,13 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
-from urllib.parse import quote
 
 import httpx
 from pydantic import BaseModel
 
 from referee.client.environment_models import (
-    CurriculumProblemsRequest,
     CurriculumResponse,
     EnvironmentsResponse,
-    ProblemsRequest,
     ProblemsResponse,
 )
 from referee.client.errors import RequestTimeout, ServiceUnavailable, TransportError
@@ -56,13 +53,14 @@ from referee.client.sdk_base import (
     _as_items,
     _Base,
     _chunks,
+    _curriculum_payload,
     _job_payload,
     _judge_payload,
     _merge,
     _payload,
+    _problems_call,
     _retryable,
     _run_payload,
-    _validated,
 )
 from referee.client.sdk_sessions import SessionCalls
 
@@ -186,17 +184,7 @@ class RefereeClient(SessionCalls, _Base):
     ) -> ProblemsResponse:
         """``n`` problems of ``task`` (same seed and config: same problems), each with its
         prompt and the ``procedural`` grader that scores a response to it."""
-        payload = _validated(
-            ProblemsRequest,
-            "problems",
-            n=n,
-            seed=seed,
-            start=start,
-            config=dict(config) if config is not None else None,
-            level=level,
-            instruction=instruction,
-        )
-        path = f"/v1/environments/{quote(task, safe='')}/problems"
+        path, payload = _problems_call(task, n, seed, start, config, level, instruction)
         return self._post(path, payload, ProblemsResponse)
 
     def curriculum(self) -> CurriculumResponse:
@@ -213,14 +201,7 @@ class RefereeClient(SessionCalls, _Base):
     ) -> ProblemsResponse:
         """``n`` problems drawn by the curriculum: tasks weighted by failure rate, each at its
         current level."""
-        payload = _validated(
-            CurriculumProblemsRequest,
-            "curriculum_problems",
-            n=n,
-            tasks=list(tasks) if tasks is not None else None,
-            seed=seed,
-            instruction=instruction,
-        )
+        payload = _curriculum_payload(n, tasks, seed, instruction)
         return self._post("/v1/curriculum/problems", payload, ProblemsResponse)
 
     def submit(

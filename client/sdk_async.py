@@ -9,16 +9,13 @@ import asyncio
 import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
-from urllib.parse import quote
 
 import httpx
 from pydantic import BaseModel
 
 from referee.client.environment_models import (
-    CurriculumProblemsRequest,
     CurriculumResponse,
     EnvironmentsResponse,
-    ProblemsRequest,
     ProblemsResponse,
 )
 from referee.client.errors import RequestTimeout, ServiceUnavailable, TransportError
@@ -39,13 +36,14 @@ from referee.client.sdk_base import (
     _as_items,
     _Base,
     _chunks,
+    _curriculum_payload,
     _job_payload,
     _judge_payload,
     _merge,
     _payload,
+    _problems_call,
     _retryable,
     _run_payload,
-    _validated,
 )
 from referee.client.sdk_sessions import AsyncSessionCalls
 
@@ -169,17 +167,7 @@ class AsyncRefereeClient(AsyncSessionCalls, _Base):
         level: int | None = None,
         instruction: str | None = None,
     ) -> ProblemsResponse:
-        payload = _validated(
-            ProblemsRequest,
-            "problems",
-            n=n,
-            seed=seed,
-            start=start,
-            config=dict(config) if config is not None else None,
-            level=level,
-            instruction=instruction,
-        )
-        path = f"/v1/environments/{quote(task, safe='')}/problems"
+        path, payload = _problems_call(task, n, seed, start, config, level, instruction)
         return await self._post(path, payload, ProblemsResponse)
 
     async def curriculum(self) -> CurriculumResponse:
@@ -193,14 +181,7 @@ class AsyncRefereeClient(AsyncSessionCalls, _Base):
         seed: int | None = None,
         instruction: str | None = None,
     ) -> ProblemsResponse:
-        payload = _validated(
-            CurriculumProblemsRequest,
-            "curriculum_problems",
-            n=n,
-            tasks=list(tasks) if tasks is not None else None,
-            seed=seed,
-            instruction=instruction,
-        )
+        payload = _curriculum_payload(n, tasks, seed, instruction)
         return await self._post("/v1/curriculum/problems", payload, ProblemsResponse)
 
     async def submit(

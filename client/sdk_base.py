@@ -10,10 +10,12 @@ from __future__ import annotations
 import random
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any, TypeVar
+from urllib.parse import quote
 
 import httpx
 from pydantic import BaseModel, ValidationError
 
+from referee.client.environment_models import CurriculumProblemsRequest, ProblemsRequest
 from referee.client.errors import InvalidRequest, error_for_problem
 from referee.client.models import (
     JudgeRequest,
@@ -30,10 +32,12 @@ __all__ = [
     "_Base",
     "_as_items",
     "_chunks",
+    "_curriculum_payload",
     "_job_payload",
     "_judge_payload",
     "_merge",
     "_payload",
+    "_problems_call",
     "_retryable",
     "_run_payload",
     "_validated",
@@ -71,6 +75,42 @@ def _judge_payload(
 ) -> dict[str, Any]:
     raw = grader.model_dump() if isinstance(grader, BaseModel) else dict(grader)
     return _validated(JudgeRequest, "judge", prompt=prompt, responses=list(responses), grader=raw)
+
+
+def _problems_call(
+    task: str,
+    n: int,
+    seed: int,
+    start: int,
+    config: Mapping[str, Any] | None,
+    level: int | None,
+    instruction: str | None,
+) -> tuple[str, dict[str, Any]]:
+    """The path and body of a ``problems`` call."""
+    payload = _validated(
+        ProblemsRequest,
+        "problems",
+        n=n,
+        seed=seed,
+        start=start,
+        config=dict(config) if config is not None else None,
+        level=level,
+        instruction=instruction,
+    )
+    return f"/v1/environments/{quote(task, safe='')}/problems", payload
+
+
+def _curriculum_payload(
+    n: int, tasks: Sequence[str] | None, seed: int | None, instruction: str | None
+) -> dict[str, Any]:
+    return _validated(
+        CurriculumProblemsRequest,
+        "curriculum_problems",
+        n=n,
+        tasks=list(tasks) if tasks is not None else None,
+        seed=seed,
+        instruction=instruction,
+    )
 
 
 def _as_items(items: Iterable[RewardItem | Mapping[str, Any]]) -> list[RewardItem]:

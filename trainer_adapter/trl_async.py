@@ -6,7 +6,6 @@ event loop (or the caller's client, sync or async).
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -42,14 +41,7 @@ class AsyncRefereeReward(RefereeReward):
         loop = id(asyncio.get_running_loop())
         client = self._loops.get(loop)
         if client is None:
-            client = AsyncRefereeClient(
-                self.url,
-                api_key=self.api_key,
-                timeout=self.timeout,
-                max_retries=self.max_retries,
-                chunk_size=self.chunk_size,
-            )
-            self._loops[loop] = client
+            client = self._loops[loop] = self._open(AsyncRefereeClient)
         return client
 
     async def aclose(self) -> None:
@@ -66,7 +58,6 @@ class AsyncRefereeReward(RefereeReward):
         completion_ids: Sequence[Any] | None = None,
         **columns: Any,
     ) -> list[float | None]:
-        start = time.perf_counter()
         built = self._build(prompts, completions, columns)
         response, error = None, None
         if built.items:
@@ -84,6 +75,4 @@ class AsyncRefereeReward(RefereeReward):
                 if self.on_error == "raise":
                     raise
                 error = str(exc)
-        return self._finish(
-            len(prompts), built, response, error, time.perf_counter() - start, columns
-        )
+        return self._finish(len(prompts), built, response, error, columns)

@@ -12,7 +12,7 @@ import json
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
@@ -36,6 +36,7 @@ _TRL_KWARGS = frozenset({"trainer_state", "log_extra", "log_metric", "environmen
 
 GraderSpec = Mapping[str, Any] | BaseModel | Callable[[dict[str, Any]], Any] | None
 Client = RefereeClient | AsyncRefereeClient | str
+_C = TypeVar("_C", RefereeClient, AsyncRefereeClient)
 
 
 def _message_text(content: Any) -> str:
@@ -84,6 +85,8 @@ class _Built:
     items: list[RewardItem] = field(default_factory=list)
     positions: list[int] = field(default_factory=list)
     errors: dict[int, str] = field(default_factory=dict)
+    start: float = field(default_factory=time.perf_counter)
+    """When the reward call began (its wait is logged and counted in ``wait_s``)."""
 
 
 class RefereeReward:
@@ -140,15 +143,19 @@ class RefereeReward:
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
 
+    def _open(self, cls: type[_C]) -> _C:
+        """A client (sync or async) with this function's settings."""
+        return cls(
+            self.url,
+            api_key=self.api_key,
+            timeout=self.timeout,
+            max_retries=self.max_retries,
+            chunk_size=self.chunk_size,
+        )
+
     def _sync_client(self) -> RefereeClient:
         if not isinstance(self._client, RefereeClient):
-            self._client = RefereeClient(
-                self.url,
-                api_key=self.api_key,
-                timeout=self.timeout,
-                max_retries=self.max_retries,
-                chunk_size=self.chunk_size,
-            )
+            self._client = self._open(RefereeClient)
         return self._client
 
     def close(self) -> None:
@@ -222,9 +229,9 @@ class RefereeReward:
         built: _Built,
         response: RewardsResponse | None,
         error: str | None,
-        elapsed_s: float,
         columns: Mapping[str, Any],
     ) -> list[float | None]:
+        elapsed_s = time.perf_counter() - built.start
         self.calls += 1
         self.wait_s += elapsed_s
         rewards: list[float | None] = [self._failed()] * n
@@ -284,7 +291,6 @@ class RefereeReward:
         completion_ids: Sequence[Any] | None = None,
         **columns: Any,
     ) -> list[float | None]:
-        start = time.perf_counter()
         built = self._build(prompts, completions, columns)
         response, error = None, None
         if built.items:
@@ -299,6 +305,4 @@ class RefereeReward:
                 if self.on_error == "raise":
                     raise
                 error = str(exc)
-        return self._finish(
-            len(prompts), built, response, error, time.perf_counter() - start, columns
-        )
+        return self._finish(len(prompts), built, response, error, columns)
