@@ -60,94 +60,77 @@ RESPONSES = [
     "I think so.\n\nHello there, paragraph.\n\nEnd.\n\n",
 ]
 
+# Each instruction id and the kwargs it is checked with, one set an instruction (``{}``: none).
+KWARGS: dict[str, list[dict[str, Any]]] = {
+    "keywords:existence": [{"keywords": ["cat", "dog"]}, {"keywords": ["poem"]}],
+    "keywords:frequency": [
+        {"keyword": "cat", "frequency": 3, "relation": "at least"},
+        {"keyword": "the", "frequency": 2, "relation": "less than"},
+    ],
+    "keywords:forbidden_words": [
+        {"forbidden_words": ["cat", "world"]},
+        {"forbidden_words": ["zebra"]},
+    ],
+    "keywords:letter_frequency": [
+        {"letter": "e", "let_frequency": 5, "let_relation": "at least"},
+        {"letter": "Z", "let_frequency": 1, "let_relation": "less than"},
+    ],
+    "language:response_language": [{"language": "en"}, {"language": "fr"}, {"language": "es"}],
+    "length_constraints:number_sentences": [
+        {"num_sentences": 3, "relation": "at least"},
+        {"num_sentences": 2, "relation": "less than"},
+    ],
+    "length_constraints:number_paragraphs": [
+        {"num_paragraphs": 3},
+        {"num_paragraphs": 1},
+        {"num_paragraphs": 2},
+    ],
+    "length_constraints:number_words": [
+        {"num_words": 10, "relation": "less than"},
+        {"num_words": 50, "relation": "at least"},
+    ],
+    "length_constraints:nth_paragraph_first_word": [
+        {"num_paragraphs": 3, "nth_paragraph": 2, "first_word": "paragraph"},
+        {"num_paragraphs": 1, "nth_paragraph": 1, "first_word": "Hello"},
+        {"num_paragraphs": 3, "nth_paragraph": 2, "first_word": "hello"},
+    ],
+    "detectable_content:number_placeholders": [{"num_placeholders": 2}],
+    "detectable_content:postscript": [
+        {"postscript_marker": "P.S."},
+        {"postscript_marker": "P.P.S"},
+        {"postscript_marker": "Note"},
+    ],
+    "detectable_format:number_bullet_lists": [{"num_bullets": 3}, {"num_bullets": 2}],
+    "detectable_format:constrained_response": [{}],
+    "detectable_format:number_highlighted_sections": [{"num_highlights": 2}, {"num_highlights": 1}],
+    "detectable_format:multiple_sections": [
+        {"section_spliter": "Section", "num_sections": 2},
+        {"section_spliter": "SECTION", "num_sections": 1},
+    ],
+    "detectable_format:json_format": [{}],
+    "detectable_format:title": [{}],
+    "combination:two_responses": [{}],
+    "combination:repeat_prompt": [
+        {"prompt_to_repeat": "Write a poem about cats."},
+        {"prompt_to_repeat": "Sure!"},
+    ],
+    "startend:end_checker": [
+        {"end_phrase": "Is there anything else I can help with?"},
+        {"end_phrase": "Outro line"},
+    ],
+    "change_case:capital_word_frequency": [
+        {"capital_frequency": 3, "capital_relation": "at least"},
+        {"capital_frequency": 2, "capital_relation": "less than"},
+    ],
+    "change_case:english_capital": [{}],
+    "change_case:english_lowercase": [{}],
+    "punctuation:no_comma": [{}],
+    "startend:quotation": [{}],
+}
 INSTRUCTIONS: list[dict[str, Any]] = [
-    {"id": "keywords:existence", "kwargs": {"keywords": ["cat", "dog"]}},
-    {"id": "keywords:existence", "kwargs": {"keywords": ["poem"]}},
-    {
-        "id": "keywords:frequency",
-        "kwargs": {"keyword": "cat", "frequency": 3, "relation": "at least"},
-    },
-    {
-        "id": "keywords:frequency",
-        "kwargs": {"keyword": "the", "frequency": 2, "relation": "less than"},
-    },
-    {"id": "keywords:forbidden_words", "kwargs": {"forbidden_words": ["cat", "world"]}},
-    {"id": "keywords:forbidden_words", "kwargs": {"forbidden_words": ["zebra"]}},
-    {
-        "id": "keywords:letter_frequency",
-        "kwargs": {"letter": "e", "let_frequency": 5, "let_relation": "at least"},
-    },
-    {
-        "id": "keywords:letter_frequency",
-        "kwargs": {"letter": "Z", "let_frequency": 1, "let_relation": "less than"},
-    },
-    {"id": "language:response_language", "kwargs": {"language": "en"}},
-    {"id": "language:response_language", "kwargs": {"language": "fr"}},
-    {"id": "language:response_language", "kwargs": {"language": "es"}},
-    {
-        "id": "length_constraints:number_sentences",
-        "kwargs": {"num_sentences": 3, "relation": "at least"},
-    },
-    {
-        "id": "length_constraints:number_sentences",
-        "kwargs": {"num_sentences": 2, "relation": "less than"},
-    },
-    {"id": "length_constraints:number_paragraphs", "kwargs": {"num_paragraphs": 3}},
-    {"id": "length_constraints:number_paragraphs", "kwargs": {"num_paragraphs": 1}},
-    {"id": "length_constraints:number_paragraphs", "kwargs": {"num_paragraphs": 2}},
-    {"id": "length_constraints:number_words", "kwargs": {"num_words": 10, "relation": "less than"}},
-    {"id": "length_constraints:number_words", "kwargs": {"num_words": 50, "relation": "at least"}},
-    {
-        "id": "length_constraints:nth_paragraph_first_word",
-        "kwargs": {"num_paragraphs": 3, "nth_paragraph": 2, "first_word": "paragraph"},
-    },
-    {
-        "id": "length_constraints:nth_paragraph_first_word",
-        "kwargs": {"num_paragraphs": 1, "nth_paragraph": 1, "first_word": "Hello"},
-    },
-    {
-        "id": "length_constraints:nth_paragraph_first_word",
-        "kwargs": {"num_paragraphs": 3, "nth_paragraph": 2, "first_word": "hello"},
-    },
-    {"id": "detectable_content:number_placeholders", "kwargs": {"num_placeholders": 2}},
-    {"id": "detectable_content:postscript", "kwargs": {"postscript_marker": "P.S."}},
-    {"id": "detectable_content:postscript", "kwargs": {"postscript_marker": "P.P.S"}},
-    {"id": "detectable_content:postscript", "kwargs": {"postscript_marker": "Note"}},
-    {"id": "detectable_format:number_bullet_lists", "kwargs": {"num_bullets": 3}},
-    {"id": "detectable_format:number_bullet_lists", "kwargs": {"num_bullets": 2}},
-    {"id": "detectable_format:constrained_response"},
-    {"id": "detectable_format:number_highlighted_sections", "kwargs": {"num_highlights": 2}},
-    {"id": "detectable_format:number_highlighted_sections", "kwargs": {"num_highlights": 1}},
-    {
-        "id": "detectable_format:multiple_sections",
-        "kwargs": {"section_spliter": "Section", "num_sections": 2},
-    },
-    {
-        "id": "detectable_format:multiple_sections",
-        "kwargs": {"section_spliter": "SECTION", "num_sections": 1},
-    },
-    {"id": "detectable_format:json_format"},
-    {"id": "detectable_format:title"},
-    {"id": "combination:two_responses"},
-    {"id": "combination:repeat_prompt", "kwargs": {"prompt_to_repeat": "Write a poem about cats."}},
-    {"id": "combination:repeat_prompt", "kwargs": {"prompt_to_repeat": "Sure!"}},
-    {
-        "id": "startend:end_checker",
-        "kwargs": {"end_phrase": "Is there anything else I can help with?"},
-    },
-    {"id": "startend:end_checker", "kwargs": {"end_phrase": "Outro line"}},
-    {
-        "id": "change_case:capital_word_frequency",
-        "kwargs": {"capital_frequency": 3, "capital_relation": "at least"},
-    },
-    {
-        "id": "change_case:capital_word_frequency",
-        "kwargs": {"capital_frequency": 2, "capital_relation": "less than"},
-    },
-    {"id": "change_case:english_capital"},
-    {"id": "change_case:english_lowercase"},
-    {"id": "punctuation:no_comma"},
-    {"id": "startend:quotation"},
+    {"id": id_, "kwargs": kwargs} if kwargs else {"id": id_}
+    for id_, sets in KWARGS.items()
+    for kwargs in sets
 ]
 
 
