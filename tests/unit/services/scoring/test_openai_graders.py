@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 from pydantic import ValidationError
+from trained_judge import OPENAI_GRADERS
 
 from referee.client.models import RewardItem
 from referee.services.scoring.openai import lower, render_template
@@ -110,16 +111,9 @@ def test_model_graders_map_onto_rubric_judges() -> None:
         {"role": "system", "content": "Rate how well the answer names {{ item.city }}."},
         {"role": "user", "content": "Answer: {{sample.output_text}}"},
     ]
-    score_model = item(
-        {
-            "type": "score_model",
-            "name": "rater",
-            "model": "gpt-4o-2024-08-06",
-            "input": messages,
-            "range": [0, 10],
-            "item": {"city": "Paris"},
-        }
-    ).grader.model_dump()
+    # the judge tests' score_model (range 0-10), with a prompt and an item of its own
+    spec = {**OPENAI_GRADERS["score_model"], "input": messages, "item": {"city": "Paris"}}
+    score_model = item(spec).grader.model_dump()
     lowered = lower(score_model)
     rubric = lowered["graders"][0]["grader"]
     assert (rubric["type"], rubric["mode"]) == ("rubric", "implicit")
