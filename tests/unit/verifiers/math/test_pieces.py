@@ -1,4 +1,5 @@
-"""Tables for the pieces: extraction, fast numbers, normalization, comparison policies."""
+"""Tables for the pieces: extraction modes (the cases are in test_reading.py), fast numbers,
+normalization, comparison policies."""
 
 from __future__ import annotations
 
@@ -9,31 +10,6 @@ import pytest
 from referee.verifiers.math import MathConfig, Outcome, extract_answer, parse, verify
 from referee.verifiers.math.fast_numbers import TooLarge, parse_fast_number
 from referee.verifiers.math.normalization import normalize
-
-
-@pytest.mark.parametrize(
-    ("response", "answer", "source"),
-    [
-        ("so \\boxed{\\frac{\\sqrt{2}}{2}} done", "\\frac{\\sqrt{2}}{2}", "boxed"),
-        ("\\fbox{42}", "42", "boxed"),
-        ("\\boxed 5 is it", "5", "boxed"),
-        ("<think>maybe \\boxed{3}</think>The final answer is 4.", "4", "final_answer"),
-        ("<think>x</think><answer> 12 </answer>", "12", "answer_tag"),
-        ("<answer>The answer is 7</answer>", "7", "answer_tag"),
-        ("The final answer is $\\frac{1}{2}$. I hope", "\\frac{1}{2}", "final_answer"),
-        ("Answer: 3.5", "3.5", "final_answer"),
-        ("blah\n#### 1,234", "1,234", "gsm8k"),
-        ("so she has 12 apples left.", "12", "last_number"),
-        ("Therefore the answer is 12. I checked it 3 ways.", "12", "final_answer"),
-        ("x \\in [2, \\infty)", "x \\in [2, \\infty)", "whole"),
-        ("12 apples", "12 apples", "whole"),
-        ("no solution", "no solution", "whole"),
-        ("I think it is 5", "5", "last_number"),
-    ],
-)
-def test_extraction(response: str, answer: str, source: str) -> None:
-    found = extract_answer(response)
-    assert (found.answer, found.source) == (answer, source)
 
 
 def test_extraction_modes_and_fallback() -> None:
