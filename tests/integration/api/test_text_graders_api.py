@@ -14,6 +14,7 @@ from typing import Any as Server
 import glove_peer
 import httpx
 import pytest
+from grader_cases import weighted
 from ifeval_peer import load, same_punkt, verdicts
 from rouge_score import rouge_scorer
 from sacrebleu import sentence_bleu
@@ -143,15 +144,22 @@ def test_cosine_scores_equal_numpy_on_the_glove_vectors(server: Server) -> None:
     assert scores[0] > scores[1] > 0.9 > scores[2] > 0.0
 
 
+def openai_object(kind: str, name: str, reference: str, **fields: Any) -> dict[str, Any]:
+    """An OpenAI grader object of type ``kind`` over the sample's output text, as OpenAI's
+    graders API takes it."""
+    base = {"type": kind, "name": name, "input": "{{sample.output_text}}", "reference": reference}
+    return {**base, **fields}
+
+
 def test_openai_cosine_object_as_it_is(server: Server) -> None:
-    similar = {  # OpenAI's text_similarity grader object, evaluation_metric "cosine"
-        "type": "text_similarity",
-        "name": "means the same",
-        "input": "{{sample.output_text}}",
-        "reference": "The capital of France is Paris.",
-        "evaluation_metric": "cosine",
-        "pass_threshold": 0.9,
-    }
+    reference = "The capital of France is Paris."
+    similar = openai_object(
+        "text_similarity",
+        "means the same",
+        reference,
+        evaluation_metric="cosine",
+        pass_threshold=0.9,
+    )
     responses = {"yes": "Paris is the capital of France.", "no": "Bananas are rich in potassium."}
     items = [{"id": k, "response": v, "grader": similar} for k, v in responses.items()]
     items.append(
@@ -169,34 +177,15 @@ def test_openai_cosine_object_as_it_is(server: Server) -> None:
 
 
 def test_openai_objects_and_weighted(server: Server) -> None:
-    similar = {
-        "type": "text_similarity",
-        "name": "close to the answer",
-        "input": "{{sample.output_text}}",
-        "reference": "four",
-        "evaluation_metric": "fuzzy_match",
-        "pass_threshold": 0.8,
-        "binary": True,
-    }
-    check = {
-        "type": "string_check",
-        "name": "exact",
-        "input": "{{sample.output_text}}",
-        "reference": "four",
-        "operation": "eq",
-    }
-    weighted = {
-        "type": "weighted",
-        "graders": [
-            {"weight": 1, "grader": check},
-            {"weight": 1, "grader": {"type": "instruction_following", **IFEVAL_ROW}},
-        ],
-    }
+    fuzzy = {"evaluation_metric": "fuzzy_match", "pass_threshold": 0.8, "binary": True}
+    similar = openai_object("text_similarity", "close to the answer", "four", **fuzzy)
+    check = openai_object("string_check", "exact", "four", operation="eq")
+    both = weighted((1, check), (1, {"type": "instruction_following", **IFEVAL_ROW}))
     items = [
         {"id": "sim", "response": "four", "grader": similar},
         {"id": "sim-no", "response": "fourteen", "grader": similar},
         {"id": "check", "response": "four", "grader": check},
-        {"id": "both", "response": "four", "grader": weighted},
+        {"id": "both", "response": "four", "grader": both},
     ]
     body = post(server, {"items": items}).json()
     scores = {x["id"]: x["score"] for x in body["rewards"]}
