@@ -89,16 +89,11 @@ class MemoryJobStore:
             if rec is None or rec.state not in _OPEN:
                 return False
             rec.state, rec.error, rec.result, rec.updated = state, error, result, time.time()
+            rec.cancel = state == "cancelled"
             return True
 
     def cancel(self, job_id: str) -> bool:
-        with self._lock:
-            rec = self._jobs.get(job_id)
-            if rec is None or rec.state not in _OPEN:
-                return False
-            rec.state, rec.cancel, rec.updated = "cancelled", True, time.time()
-            rec.error = "cancelled by request"
-            return True
+        return self.finish(job_id, "cancelled", error="cancelled by request")
 
     def save_chunk(self, job_id: str, index: int, results: list[dict[str, Any]]) -> None:
         with self._lock:
