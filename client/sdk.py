@@ -53,6 +53,7 @@ from referee.client.sdk_base import (
     _as_items,
     _Base,
     _chunks,
+    _Closing,
     _curriculum_payload,
     _job_payload,
     _judge_payload,
@@ -67,7 +68,7 @@ from referee.client.sdk_sessions import SessionCalls
 __all__ = ["AsyncRefereeClient", "RefereeClient"]
 
 
-class RefereeClient(SessionCalls, _Base):
+class RefereeClient(SessionCalls, _Closing, _Base):
     """Synchronous client. Thread-safe (one httpx connection pool)."""
 
     def __init__(
@@ -251,12 +252,3 @@ class RefereeClient(SessionCalls, _Base):
             return self._http.get("/healthz").status_code == 200
         except httpx.HTTPError:
             return False
-
-    def close(self) -> None:
-        self._http.close()
-
-    def __enter__(self) -> RefereeClient:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()

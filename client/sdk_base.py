@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from typing import Any, TypeVar
+from typing import Any, Self, TypeVar
 from urllib.parse import quote
 
 import httpx
@@ -30,6 +30,7 @@ __all__ = [
     "M",
     "Sent",
     "_Base",
+    "_Closing",
     "_as_items",
     "_chunks",
     "_curriculum_payload",
@@ -182,6 +183,22 @@ def _merge(items: list[RewardItem], parts: list[Sent], elapsed_ms: float) -> Rew
     scored = [r.score for r in rewards if r.score is not None and r.valid]
     mean = sum(scored) / len(scored) if scored else 0.0
     return RewardsResponse(rewards=rewards, groups=groups, mean=mean, elapsed_ms=elapsed_ms)
+
+
+class _Closing:
+    """An object that owns a sync ``httpx.Client`` (``_http``): ``close()`` closes it, and so
+    does the end of a ``with`` block."""
+
+    _http: httpx.Client
+
+    def close(self) -> None:
+        self._http.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
 
 class _Base:

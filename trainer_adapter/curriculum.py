@@ -30,6 +30,7 @@ from referee.client.environment_models import (
     ProblemsResponse,
 )
 from referee.client.errors import error_for_problem
+from referee.client.sdk_base import _Closing
 
 __all__ = ["CurriculumSource", "problem_row"]
 
@@ -54,8 +55,9 @@ def problem_row(problem: dict[str, Any], prompt_format: str = "chat") -> dict[st
     }
 
 
-class CurriculumSource:
-    """An endless iterator of dataset rows drawn from the server's curriculum."""
+class CurriculumSource(_Closing):
+    """An endless iterator of dataset rows drawn from the server's curriculum (closes its HTTP
+    client on ``close()`` or at the end of a ``with`` block)."""
 
     def __init__(
         self,
@@ -101,12 +103,3 @@ class CurriculumSource:
     def __iter__(self) -> Iterator[dict[str, Any]]:
         while True:
             yield from self.draw(self.batch_size)
-
-    def close(self) -> None:
-        self._http.close()
-
-    def __enter__(self) -> CurriculumSource:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
