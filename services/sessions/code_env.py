@@ -19,13 +19,12 @@ from referee.client.code_models import CodeGrader
 from referee.client.errors import InvalidRequest
 from referee.client.models import RewardResult
 from referee.services.sessions.episode import (
-    Answer,
     EnvContext,
-    Episode,
+    OneAnswerEpisode,
     ToolResult,
     ToolSpec,
-    no_answer,
     score_one,
+    task_prompt,
 )
 
 __all__ = ["RUN_TESTS_TOOL", "CodeEpisode", "visible_report"]
@@ -86,14 +85,13 @@ def visible_report(tests: list[dict[str, Any]], result: RewardResult) -> str:
     return "\n".join(lines) + "\n"
 
 
-class CodeEpisode(Episode):
+class CodeEpisode(OneAnswerEpisode):
     tools = (RUN_TESTS_TOOL,)
+    no_answer_reason = "the session has no submission"
 
     def __init__(self, ctx: EnvContext, task: dict[str, Any]) -> None:
         self.ctx = ctx
-        prompt = task.get("prompt")
-        if not isinstance(prompt, str | list) or not prompt:
-            raise InvalidRequest("task.prompt: the code environment needs the problem's text")
+        self.prompt = task_prompt(task, "code")
         visible = task.get("tests") or []
         hidden = task.get("hidden_tests") or []
         if not isinstance(visible, list) or not isinstance(hidden, list):
@@ -106,7 +104,7 @@ class CodeEpisode(Episode):
             "reward": task.get("reward", "fraction"),
         }
         try:
-            self.final = CodeGrader.model_validate({**base, "tests": visible + hidden})
+            final = CodeGrader.model_validate({**base, "tests": visible + hidden})
             self.visible = (
                 CodeGrader.model_validate({**base, "tests": visible, "extract": "none"})
                 if visible
@@ -114,11 +112,10 @@ class CodeEpisode(Episode):
             )
         except ValidationError as exc:
             raise InvalidRequest(f"task: not a code task ({exc.errors()[0]['msg']})") from exc
-        self.prompt: str | list[dict[str, Any]] = prompt
+        self.grader = final.model_dump()
         self.visible_specs = [
             t.model_dump(exclude_none=True) for t in (self.visible.tests if self.visible else [])
         ]
-        self.last_answer: str | None = None
 
     async def open(self) -> str | list[dict[str, Any]]:
         executor = self.ctx.scorer.sandbox
@@ -137,14 +134,3 @@ class CodeEpisode(Episode):
             "valid": result.valid,
         }
         return ToolResult(visible_report(self.visible_specs, result), info=info)
-
-    async def answer(self, text: str, turn: int, last_turn: bool) -> Answer:
-        self.last_answer = text
-        result = await score_one(self.ctx, f"turn-{turn}", self.final.model_dump(), text)
-        return Answer(reward=result.score or 0.0, terminated=True, result=result)
-
-    async def verify(self, text: str | None) -> RewardResult:
-        answer = text if text is not None else self.last_answer
-        if answer is None:
-            return no_answer("the session has no submission")
-        return await score_one(self.ctx, "final", self.final.model_dump(), answer)

@@ -18,6 +18,7 @@ from concurrent.futures import Executor
 from dataclasses import dataclass, field
 from typing import Any
 
+from referee.client.errors import InvalidRequest
 from referee.client.models import RewardItem, RewardResult
 from referee.client.session_models import FunctionSchema, ToolSchema
 from referee.services.scoring.scorer import Scorer
@@ -27,12 +28,14 @@ __all__ = [
     "Answer",
     "EnvContext",
     "Episode",
+    "OneAnswerEpisode",
     "ToolResult",
     "ToolSpec",
     "check_arguments",
     "final_text",
     "no_answer",
     "score_one",
+    "task_prompt",
 ]
 
 
@@ -139,6 +142,14 @@ async def score_one(
     return scored.rewards[0]
 
 
+def task_prompt(task: dict[str, Any], env: str) -> str | list[dict[str, Any]]:
+    """The row's ``prompt`` (text or chat messages), or ``InvalidRequest`` naming ``env``."""
+    prompt = task.get("prompt")
+    if not isinstance(prompt, str | list) or not prompt:
+        raise InvalidRequest(f"task.prompt: the {env} environment needs the problem's text")
+    return prompt
+
+
 def no_answer(reason: str) -> RewardResult:
     """The final reward of a session that has no answer to score (``reason`` says so)."""
     return RewardResult(id="final", score=0.0, details={"outcome": "no_answer", "reason": reason})
@@ -186,3 +197,25 @@ class Episode(ABC):
 
     def close(self) -> None:  # noqa: B027 - most environments hold nothing to free
         """Free what the episode holds (thread-safe, idempotent)."""
+
+
+class OneAnswerEpisode(Episode):
+    """An episode that its first answer ends, scored by its ``grader`` as a ``/v1/rewards`` item
+    (the code and python environments); ``verify`` scores the text it is given the same way,
+    else that answer."""
+
+    ctx: EnvContext
+    grader: dict[str, Any]
+    last_answer: str | None = None
+    no_answer_reason = "the session has no final answer"
+
+    async def answer(self, text: str, turn: int, last_turn: bool) -> Answer:
+        self.last_answer = text
+        result = await score_one(self.ctx, f"turn-{turn}", self.grader, text)
+        return Answer(reward=result.score or 0.0, terminated=True, result=result)
+
+    async def verify(self, text: str | None) -> RewardResult:
+        answer = text if text is not None else self.last_answer
+        if answer is None:
+            return no_answer(self.no_answer_reason)
+        return await score_one(self.ctx, "final", self.grader, answer)

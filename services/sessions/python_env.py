@@ -28,13 +28,11 @@ from referee.sandbox.interpreter import (
     PersistentInterpreter,
 )
 from referee.services.sessions.episode import (
-    Answer,
     EnvContext,
-    Episode,
+    OneAnswerEpisode,
     ToolResult,
     ToolSpec,
-    no_answer,
-    score_one,
+    task_prompt,
 )
 from referee.services.settings import Settings
 
@@ -81,15 +79,13 @@ def cell_text(result: CellResult) -> str:
     return text or "(no output)\n"
 
 
-class PythonEpisode(Episode):
+class PythonEpisode(OneAnswerEpisode):
     tools = (PYTHON_TOOL,)
 
     def __init__(self, ctx: EnvContext, task: dict[str, Any]) -> None:
         self.ctx = ctx
-        prompt, reference = task.get("prompt"), task.get("reference")
-        if not isinstance(prompt, str | list) or not prompt:
-            raise InvalidRequest("task.prompt: the python environment needs the problem's text")
-        self.prompt: str | list[dict[str, Any]] = prompt
+        self.prompt = task_prompt(task, "python")
+        reference = task.get("reference")
         if task.get("grader") is not None:  # any grader of /v1/rewards scores the final answer
             try:
                 checked = RewardItem.model_validate(
@@ -99,14 +95,13 @@ class PythonEpisode(Episode):
                 first = exc.errors()[0]
                 where = ".".join(str(p) for p in first["loc"])
                 raise InvalidRequest(f"task.{where}: {first['msg']}") from exc
-            self.grader: dict[str, Any] = checked.model_dump(mode="json")["grader"]
+            self.grader = checked.model_dump(mode="json")["grader"]
         elif isinstance(reference, str | int | float) and str(reference).strip():
             self.grader = {"type": "math", "reference": str(reference)}
         else:
             raise InvalidRequest(
                 "task.reference: the python environment needs the answer (or a `grader`)"
             )
-        self.last_answer: str | None = None
         self.interpreter: PersistentInterpreter | None = None
         self.fault: str | None = None  # a failure of the sandbox that cut the rollout
 
@@ -154,20 +149,12 @@ class PythonEpisode(Episode):
         }
         return ToolResult(cell_text(result), done=done, info=info)
 
-    async def answer(self, text: str, turn: int, last_turn: bool) -> Answer:
-        self.last_answer = text
-        result = await score_one(self.ctx, f"turn-{turn}", self.grader, text)
-        return Answer(reward=result.score or 0.0, terminated=True, result=result)
-
     async def verify(self, text: str | None) -> RewardResult:
         if self.fault is not None:  # the rollout was cut by referee, not the model: mask it
             return RewardResult(
                 id="final", score=0.0, details={"outcome": "sandbox_error", "reason": self.fault}
             )
-        answer = text if text is not None else self.last_answer
-        if answer is None:
-            return no_answer("the session has no final answer")
-        return await score_one(self.ctx, "final", self.grader, answer)
+        return await super().verify(text)
 
     def close(self) -> None:
         if self.interpreter is not None:
