@@ -315,12 +315,17 @@ def equal(ref: Value, pred: Value, config: MathConfig) -> str | None:
         rt, pt = _text_of(ref), _text_of(pred)
         if rt is not None and rt == pt:
             return "text"
-        word, other = (ref, pred) if isinstance(ref, Text) else (pred, ref)
-        if isinstance(word, Text) and not isinstance(other, Text) and _text_of(other) is None:
-            math = text_as_math(word, config)  # "xw-yz" against a determinant that equals it
-            if math is not None:
-                return equal(math, other, config) if word is ref else equal(ref, math, config)
-        return None
+        # "xw-yz" against a determinant that equals it, "p - q" against "p-q": short runs of
+        # letters are algebra when both sides read as such (words stay words: east is not tase);
+        # two plain runs stay names (the angle ABD is not ADB)
+        if isinstance(ref, Text) and isinstance(pred, Text):
+            if not any(c in " -" for c in ref.written + pred.written):
+                return None
+        rm = text_as_math(ref, config) if isinstance(ref, Text) else ref
+        pm = text_as_math(pred, config) if isinstance(pred, Text) else pred
+        if rm is None or pm is None or _text_of(rm) is not None or _text_of(pm) is not None:
+            return None
+        return equal(rm, pm, config)
     if isinstance(ref, Scalar) and isinstance(pred, Scalar):
         return _scalar_equal(ref, pred, config)
     if isinstance(ref, Equation) and isinstance(pred, Equation):

@@ -286,8 +286,9 @@ def test_a_determinant_of_a_large_matrix_of_symbols_is_refused_before_parsing() 
 
 def test_a_word_shaped_reference_is_read_as_algebra_against_a_math_answer() -> None:
     """``xw-yz`` and ``a b - c d`` are letters, spaces and a minus, the shape of a word answer,
-    and were compared as words only: a determinant or a product equal to them was wrong. Against
-    a math answer they are read as algebra; against a word they stay words."""
+    and were compared as words only: a determinant or a product equal to them was wrong, and
+    ``p-q`` against ``p - q`` too. They are read as algebra against a math answer, and against
+    each other when a space or a minus shows it; words and plain names stay as written."""
     vm = "\\boxed{\\begin{vmatrix}x&y\\\\z&w\\end{vmatrix}}"
     for reference in ("xw-yz", "$xw - yz$", "x w - y z"):
         assert verify(vm, reference).outcome is Outcome.CORRECT, reference
@@ -295,6 +296,10 @@ def test_a_word_shaped_reference_is_read_as_algebra_against_a_math_answer() -> N
     assert verify("\\boxed{2ab}", "ab").outcome is Outcome.WRONG
     assert verify("\\boxed{x+y}", "xy").outcome is Outcome.WRONG
     assert verify("\\boxed{east}", "tase").outcome is Outcome.WRONG  # words stay words
+    assert verify("\\boxed{p-q}", "p - q").outcome is Outcome.CORRECT  # spacing is not a word
+    assert verify("\\boxed{x y}", "yx").outcome is Outcome.CORRECT
+    assert verify("\\boxed{ABD}", "ADB").outcome is Outcome.WRONG  # two plain runs stay names
+    assert verify("\\boxed{no}", "o n").outcome is Outcome.WRONG  # a function word stays a word
     assert verify("\\boxed{\\text{East}}", "east").outcome is Outcome.CORRECT
     assert verify("\\boxed{y}", "yes").outcome is Outcome.WRONG
 
