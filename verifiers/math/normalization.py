@@ -71,6 +71,13 @@ _DEGREES = re.compile(
     r"\^\s*\{\s*\\circ\s*\}|\^\s*\\circ|\\circ|°|\\degree|\^\{\\text\{o\}\}|"
     r"\s*\\text\{\s*degrees?\s*\}|\s+degrees?\b"
 )
+_DEGREE_MARK = r"\s*(?:\^\s*\{\s*\\circ\s*\}|\^\s*\\circ|°)"
+_TRIG_OF_DEGREES = re.compile(
+    r"\\(sin|cos|tan|cot|sec|csc)\s*(?:\(\s*(?P<p>\d+(?:\.\d+)?)" + _DEGREE_MARK + r"\s*\)|"
+    r"\{\s*(?P<b>\d+(?:\.\d+)?)" + _DEGREE_MARK + r"\s*\}|(?P<n>\d+(?:\.\d+)?)" + _DEGREE_MARK + ")"
+)
+"""``\\sin 15^\\circ``: an angle in degrees inside a trigonometric function is its radians (the
+degree sign is otherwise dropped, which made it ``sin(15)``)."""
 _PERCENT = re.compile(r"\s*(?:\\%|%|\\text\{\s*\\?%\s*\}|\\text\{\s*percent\s*\}|\s+percent)\s*$")
 _CURRENCY = re.compile(r"\\\$|\$|\\text\{\s*\\?\$\s*\}|USD|€|£|¥|\\euro")
 _TEXT_CMD = re.compile(
@@ -167,6 +174,11 @@ def _strip_units(s: str) -> str:
     return s
 
 
+def _trig_radians(m: re.Match[str]) -> str:
+    angle = m.group("p") or m.group("b") or m.group("n")
+    return f"\\{m.group(1)}(\\frac{{{angle}\\pi}}{{180}})"
+
+
 def normalize(answer: str, config: MathConfig | None = None) -> Normalized:
     """Return the cleaned answer and what was noted (percent, degrees, text)."""
     cfg = config or MathConfig()
@@ -190,6 +202,8 @@ def normalize(answer: str, config: MathConfig | None = None) -> Normalized:
     s = _TRAILING_PUNCT.sub("", s) if not s.endswith("...") else s
     s = _CURRENCY.sub("", s).strip()
 
+    if "\\circ" in s or "°" in s:
+        s = _TRIG_OF_DEGREES.sub(_trig_radians, s)
     degrees = False
     if _DEGREES.search(s):
         degrees = True

@@ -56,6 +56,11 @@ _VAR = re.compile(rf"^(?:[a-zA-Z]|{_GREEK})(?:_\{{?[a-zA-Z0-9]+\}}?)?(?:\s*\(\s*
 _FUNC_LHS = re.compile(r"^[a-zA-Z](?:_\{?[a-zA-Z0-9]+\}?)?\s*\([a-zA-Z, ]*\)$")
 _VAR_TUPLE = re.compile(r"^\(\s*[a-zA-Z](?:\s*,\s*[a-zA-Z])+\s*\)$")
 _IN_PREFIX = re.compile(r"^([a-zA-Z](?:_\{?[a-zA-Z0-9]+\}?)?)\s*\\in\s*(.+)$")
+_SET_BUILDER = re.compile(
+    r"^\\\{\s*([a-zA-Z])(?:\s*\\in\s*\\mathbb\s*\{?R\}?)?\s*(?:\||:|\\mid)\s*(.+?)\s*\\\}$"
+)
+"""Set-builder notation, ``\\{x \\mid x > 0\\}`` or ``\\{x \\in \\mathbb{R} : x \\le 3\\}``: the set
+its condition describes."""
 _MATRIX = re.compile(r"\\begin\{[pbvBV]?matrix\}|\\begin\{array\}")
 _EMPTY = re.compile(r"^(?:\\emptyset|\\varnothing|\\\{\s*\\\}|\{\s*\})$")
 _PLAIN_NUMBER = re.compile(r"^[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:/\d+)?$")
@@ -279,6 +284,11 @@ def _parse(s: str, config: MathConfig) -> Value:
     m = _IN_PREFIX.match(s)
     if m:
         inner = _parse(m.group(2), config)
+        as_set = to_real_set(inner)
+        return IntervalSet(as_set) if as_set is not None else inner
+    m = _SET_BUILDER.match(s) if s.startswith("\\{") else None
+    if m:
+        inner = _parse(m.group(2), config)  # a condition solved later where it is no interval
         as_set = to_real_set(inner)
         return IntervalSet(as_set) if as_set is not None else inner
     groups = _split_top(s, ";")

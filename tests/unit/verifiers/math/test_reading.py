@@ -304,6 +304,47 @@ def test_a_word_shaped_reference_is_read_as_algebra_against_a_math_answer() -> N
     assert verify("\\boxed{y}", "yes").outcome is Outcome.WRONG
 
 
+@pytest.mark.parametrize(
+    ("answer", "reference", "outcome"),
+    [
+        ("\\{x | x > 0\\}", "(0,\\infty)", Outcome.CORRECT),
+        ("\\{x \\mid x \\le 3\\}", "(-\\infty, 3]", Outcome.CORRECT),
+        (
+            "\\left\\{ x \\in \\mathbb{R} : x \\neq 2 \\right\\}",
+            "(-\\infty,2)\\cup(2,\\infty)",
+            Outcome.CORRECT,
+        ),
+        ("\\{x | x^2 < 4\\}", "(-2, 2)", Outcome.CORRECT),
+        ("\\{x | x > 0\\}", "[0,\\infty)", Outcome.WRONG),
+        ("\\{x | x^2 < 4\\}", "(-2, 3)", Outcome.WRONG),
+        ("\\{1, 2\\}", "\\{2, 1\\}", Outcome.CORRECT),  # a plain set is still a set
+    ],
+)
+def test_set_builder_notation_is_the_set_it_describes(
+    answer: str, reference: str, outcome: Outcome
+) -> None:
+    """``\\{x \\mid x > 0\\}`` was unparseable (the bar read as an absolute value)."""
+    assert verify(f"\\boxed{{{answer}}}", reference).outcome is outcome
+
+
+@pytest.mark.parametrize(
+    ("answer", "reference", "outcome"),
+    [
+        ("\\frac{\\sqrt{6}-\\sqrt{2}}{4}", "\\sin 15^\\circ", Outcome.CORRECT),
+        ("\\frac12", "\\cos(60^\\circ)", Outcome.CORRECT),
+        ("1", "\\tan{45^{\\circ}}", Outcome.CORRECT),
+        ("2\\sin 30°", "1", Outcome.CORRECT),
+        ("\\cos 60^\\circ", "\\frac{\\sqrt3}{2}", Outcome.WRONG),
+        ("20^\\circ", "20", Outcome.CORRECT),  # a bare angle keeps its degrees
+    ],
+)
+def test_an_angle_in_degrees_inside_a_trigonometric_function_is_its_radians(
+    answer: str, reference: str, outcome: Outcome
+) -> None:
+    """``\\sin 15^\\circ`` was read as sin(15): the degree sign was dropped everywhere."""
+    assert verify(f"\\boxed{{{answer}}}", reference).outcome is outcome
+
+
 def test_a_literal_matrix_raised_to_a_power_is_read_as_its_value() -> None:
     """``M^{-1}`` and ``M^{3}`` of a written-out matrix are the matrices they equal (they were
     left as an unevaluated power and compared as a scalar: wrong against their own value)."""
