@@ -7,6 +7,7 @@ deadline and memory cap that hostile input needs.
 
 from __future__ import annotations
 
+import re
 import sys
 from functools import lru_cache
 
@@ -48,6 +49,37 @@ def _parse_reference(reference: str, config: MathConfig) -> Value | Exception:
         if how == "whole":
             return exc
         return Unparseable(f"{exc} (read {text[:80]!r} from the reference: {how})")
+
+
+_OPTION_LEAD = re.compile(r"\s*(?:\\text(?:bf)?\{\s*)?\(([A-Ja-j])\)\s*\}?(?:\\ |\s)*(?=\S)")
+"""An option label before the option's value: ``(B) 12``, ``\\text{(A)}\\ 5``."""
+_ANOTHER_LABEL = re.compile(r"\([A-Ja-j]\)")
+
+
+def _option_and_value(answer: str) -> tuple[str, str] | None:
+    """``(B) 12`` -> ("B", "12"); None unless the answer is one label and its option's value
+    (``(a) 3, (b) 5`` answers two parts)."""
+    m = _OPTION_LEAD.match(answer)
+    if m is None or _ANOTHER_LABEL.search(answer, m.end()):
+        return None
+    return m.group(1).upper(), answer[m.end() :]
+
+
+def _option_method(answer: str, ref: Value, cfg: MathConfig) -> str | None:
+    """An answer given as an option and its value is right when either is the reference: the
+    label against a letter reference, the value against any other."""
+    parts = _option_and_value(answer)
+    if parts is None:
+        return None
+    letter, value = parts
+    label = str(ref)
+    if len(label) == 1 and label.isalpha():
+        return "option" if label.upper() == letter else None
+    try:
+        method = equal(ref, parse_answer(value, cfg), cfg)
+    except (Unparseable, Rejected, *EVAL_ERRORS):
+        return None
+    return f"option_{method}" if method else None
 
 
 def _is_collection(value: Value) -> bool:
@@ -123,6 +155,8 @@ def verify(response: str, reference: str, config: MathConfig | None = None) -> M
         return _verdict(
             Outcome.UNPARSEABLE, reason=f"comparison failed: {type(exc).__name__}", **base
         )
+    if not method:
+        method = _option_method(found.answer, ref, cfg)
     if method:
         return _verdict(Outcome.CORRECT, method=method, **base)
     return _verdict(Outcome.WRONG, reason="not equal to the reference", **base)

@@ -345,6 +345,27 @@ def test_an_angle_in_degrees_inside_a_trigonometric_function_is_its_radians(
     assert verify(f"\\boxed{{{answer}}}", reference).outcome is outcome
 
 
+@pytest.mark.parametrize(
+    ("response", "reference", "outcome"),
+    [
+        ("The answer is (B) 12.", "B", Outcome.CORRECT),
+        ("The answer is (B) 12.", "12", Outcome.CORRECT),
+        ("The answer is (B) 7.", "7", Outcome.CORRECT),  # a one-digit value is no letter
+        ("\\boxed{\\textbf{(D)}\\ \\frac12}", "D", Outcome.CORRECT),
+        ("\\boxed{\\text{(A)}\\ 5}", "\\text{(A)}", Outcome.CORRECT),
+        ("\\boxed{\\textbf{(D)}\\ \\frac12}", "0.5", Outcome.CORRECT),
+        ("The answer is (C) 12.", "B", Outcome.WRONG),
+        ("The answer is (C) 13.", "12", Outcome.WRONG),
+        ("\\boxed{(a) 3, (b) 5}", "A", Outcome.WRONG),  # two labelled parts, not an option
+    ],
+)
+def test_an_option_with_its_value_answers_the_letter_or_the_value(
+    response: str, reference: str, outcome: Outcome
+) -> None:
+    """``(B) 12`` was read as the product 12*B: wrong against the letter and against 12."""
+    assert verify(response, reference).outcome is outcome
+
+
 def test_a_literal_matrix_raised_to_a_power_is_read_as_its_value() -> None:
     """``M^{-1}`` and ``M^{3}`` of a written-out matrix are the matrices they equal (they were
     left as an unevaluated power and compared as a scalar: wrong against their own value)."""
