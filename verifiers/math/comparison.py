@@ -9,6 +9,7 @@ almost every wrong answer), then ``simplify`` only when the evaluations cannot d
 
 from __future__ import annotations
 
+import re
 from fractions import Fraction
 from typing import Any
 
@@ -294,6 +295,9 @@ def _sym_equal(a: Any, b: Any, config: MathConfig) -> str | None:
     return _scalar_equal(Scalar(expr=a), Scalar(expr=b), config)
 
 
+_ARTICLE = re.compile(r"^(?:the|an?)\s+")
+
+
 def _text_of(v: Value) -> str | None:
     """A value as a word: ``\\text{E}`` and ``E`` (read as Euler's number) are the same letter."""
     if isinstance(v, Text):
@@ -313,8 +317,8 @@ def equal(ref: Value, pred: Value, config: MathConfig) -> str | None:
         ref = ref.rhs
     if isinstance(ref, Text) or isinstance(pred, Text):
         rt, pt = _text_of(ref), _text_of(pred)
-        if rt is not None and rt == pt:
-            return "text"
+        if rt is not None and pt is not None and _ARTICLE.sub("", rt) == _ARTICLE.sub("", pt):
+            return "text"  # "the circle" is "circle"
         # "xw-yz" against a determinant that equals it, "p - q" against "p-q": short runs of
         # letters are algebra when both sides read as such (words stay words: east is not tase);
         # two plain runs stay names (the angle ABD is not ADB)
@@ -375,6 +379,9 @@ def _as_set(v: Value) -> Any | None:
         except (NotImplementedError, TypeError, ValueError, AttributeError):
             return None
         return None
+    if isinstance(v, Seq) and v.kind == "list" and all(isinstance(x, Scalar) for x in v.items):
+        # a bare list of solutions against a set or a relation: ``1, 2`` is ``x \in \{1, 2\}``
+        return sympy.FiniteSet(*(x.sym() for x in v.items if isinstance(x, Scalar)))
     return to_real_set(v)
 
 

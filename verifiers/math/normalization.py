@@ -118,7 +118,16 @@ _INFINITY_WORDS = {
     "negative infinity": r"-\infty",
     "minus infinity": r"-\infty",
     "-infinity": r"-\infty",
+    "all real numbers": r"(-\infty,\infty)",
+    "all reals": r"(-\infty,\infty)",
+    "all real values": r"(-\infty,\infty)",
+    "the set of all real numbers": r"(-\infty,\infty)",
 }
+"""Words that name a number or a set: compared as that value, not as text."""
+_MODULUS = re.compile(r"\s*\(?\s*\\[pb]?mod\s*\{?\s*\d+\s*\}?\s*\)?\s*$")
+"""A trailing modulus (``5 \\pmod{7}``, ``5 \\pmod 7``, ``(\\bmod 7)``): the residue answers."""
+_SEGMENT = re.compile(r"\\overline\s*\{\s*([A-Z]{2,3})\s*\}")
+"""``\\overline{AB}``, a segment's name, is the name (a bar over digits is a repeating decimal)."""
 _UNIT_WORDS_KEEP = {"or", "and", "pi", "infinity", "inf", "undefined", "none"}
 
 
@@ -188,6 +197,8 @@ def normalize(answer: str, config: MathConfig | None = None) -> Normalized:
         if m:
             s = m.group(2).strip()
     s = _unicode(s)
+    if "\\overline" in s:
+        s = _SEGMENT.sub(r"\1", s)
     s = s.replace("\n", " ").replace("\t", " ")
     if "\\\\" in s:
         s = _DOUBLE_ESCAPED.sub(lambda _: "\\", s)
@@ -201,6 +212,8 @@ def normalize(answer: str, config: MathConfig | None = None) -> Normalized:
     s = re.sub(r"\\(?:dots|ldots|cdots)|…", "...", s)
     s = _TRAILING_PUNCT.sub("", s) if not s.endswith("...") else s
     s = _CURRENCY.sub("", s).strip()
+    if "mod" in s:
+        s = _MODULUS.sub("", s)
 
     if "\\circ" in s or "°" in s:
         s = _TRIG_OF_DEGREES.sub(_trig_radians, s)

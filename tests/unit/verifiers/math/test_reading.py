@@ -366,6 +366,30 @@ def test_an_option_with_its_value_answers_the_letter_or_the_value(
     assert verify(response, reference).outcome is outcome
 
 
+@pytest.mark.parametrize(
+    ("answer", "reference", "outcome"),
+    [
+        ("x \\in \\{1, 2\\}", "1, 2", Outcome.CORRECT),  # a set of solutions is their list
+        ("1, 2", "x \\in \\{2, 1\\}", Outcome.CORRECT),
+        ("x \\in \\{1, 2\\}", "1, 3", Outcome.WRONG),
+        ("\\overline{AB}", "AB", Outcome.CORRECT),  # a segment's name
+        ("0.\\overline{3}", "\\frac13", Outcome.CORRECT),  # still a repeating decimal
+        ("(-\\infty,\\infty)", "\\text{all real numbers}", Outcome.CORRECT),
+        ("\\text{all reals}", "\\mathbb{R}", Outcome.CORRECT),
+        ("\\text{the circle}", "\\text{circle}", Outcome.CORRECT),
+        ("\\text{a parabola}", "\\text{circle}", Outcome.WRONG),
+        ("5 \\pmod{7}", "5", Outcome.CORRECT),
+        ("5 \\pmod 7", "6", Outcome.WRONG),
+    ],
+)
+def test_sets_names_and_words_as_answers_are_written(
+    answer: str, reference: str, outcome: Outcome
+) -> None:
+    """Forms that were wrong against their own value: a solution set against the list of its
+    members, a segment's overline, the words for the real line, a leading article, a modulus."""
+    assert verify(f"\\boxed{{{answer}}}", reference).outcome is outcome
+
+
 def test_a_literal_matrix_raised_to_a_power_is_read_as_its_value() -> None:
     """``M^{-1}`` and ``M^{3}`` of a written-out matrix are the matrices they equal (they were
     left as an unevaluated power and compared as a scalar: wrong against their own value)."""
