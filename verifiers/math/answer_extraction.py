@@ -69,6 +69,10 @@ _WORD = re.compile(r"[A-Za-z]{2,}")
 _LEADING_WORD = re.compile(r"^\s*[A-Za-z]{2,}")
 
 
+_ENVIRONMENT = re.compile(r"\\(?:begin|end)\s*\{[A-Za-z*]+\}(?:\{[lcr|]*\})?")
+"""``\\begin{pmatrix}``: a matrix's markup, not a word of prose."""
+
+
 def _looks_like_bare_answer(text: str) -> bool:
     """A short one-line response with no prose is the answer itself: ``x \\in [2, \\infty)``,
     ``12 apples``, ``Monday``; ``I think it is 5`` and ``Total : 2,74`` are prose (their last
@@ -76,7 +80,7 @@ def _looks_like_bare_answer(text: str) -> bool:
     s = text.strip()
     if not s or len(s) > 200 or "\n" in s:
         return False
-    bare = _LATEX_CMD.sub(" ", s)
+    bare = _LATEX_CMD.sub(" ", _ENVIRONMENT.sub(" ", s) if "\\begin" in s else s)
     words = _WORD.findall(bare)
     if not any(ch.isdigit() for ch in s):
         return len(words) <= 4

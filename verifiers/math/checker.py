@@ -51,7 +51,9 @@ def _parse_reference(reference: str, config: MathConfig) -> Value | Exception:
         return Unparseable(f"{exc} (read {text[:80]!r} from the reference: {how})")
 
 
-_OPTION_LEAD = re.compile(r"\s*(?:\\text(?:bf)?\{\s*)?\(([A-Ja-j])\)\s*\}?(?:\\ |\s)*(?=\S)")
+_OPTION_LEAD = re.compile(
+    r"\s*(?:\\text(?:bf)?\{\s*)?(?:\(([A-Ja-j])\)|([A-J])[.:)](?=\s))\s*\}?(?:\\ |\s)*(?=\S)"
+)
 """An option label before the option's value: ``(B) 12``, ``\\text{(A)}\\ 5``."""
 _ANOTHER_LABEL = re.compile(r"\([A-Ja-j]\)")
 
@@ -62,7 +64,7 @@ def _option_and_value(answer: str) -> tuple[str, str] | None:
     m = _OPTION_LEAD.match(answer)
     if m is None or _ANOTHER_LABEL.search(answer, m.end()):
         return None
-    return m.group(1).upper(), answer[m.end() :]
+    return (m.group(1) or m.group(2)).upper(), answer[m.end() :]
 
 
 def _option_method(answer: str, ref: Value, cfg: MathConfig) -> str | None:

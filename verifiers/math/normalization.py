@@ -108,7 +108,10 @@ _SQRT_CALL = re.compile(r"(?<![\\A-Za-z])sqrt\s*\(([^()]*)\)")
 _THOUSANDS_COMMA = re.compile(r"(?<![\d.])(\d{1,3}(?:,\d{3})+)(?![\d,])(?=(\.\d+)?(?![\d,]))")
 _THOUSANDS_SPACE = re.compile(r"^[+-]?\d{1,3}(?: \d{3})+(?:\.\d+)?$")
 _TRAILING_PUNCT = re.compile(r"[\s.;,]+$")
-_OPTION = re.compile(r"^\(([A-Ja-j])\)(?:\s+[A-Za-z][A-Za-z .,'\-]*)?$")
+_OPTION = re.compile(
+    r"^\(([A-Ja-j])\)(?:\s+[A-Za-z][A-Za-z .,'\-]*)?$|^([A-J])[.:)]\s+(?!.*\b[A-J][.:)]\s)\S"
+)
+"""``(D) Ellipse`` and ``C. x = 42``: the option's letter (not ``A. 1, B. 2``, two parts)."""
 _WORDS_ONLY = re.compile(r"^[A-Za-z][A-Za-z \-']*$")
 _INFINITY_WORDS = {
     "infinity": r"\infty",
@@ -211,6 +214,8 @@ def normalize(answer: str, config: MathConfig | None = None) -> Normalized:
     s = s.replace("{,}", "").replace("{ ,}", "")
     s = re.sub(r"\\(?:dots|ldots|cdots)|…", "...", s)
     s = _TRAILING_PUNCT.sub("", s) if not s.endswith("...") else s
+    if s.endswith("\\"):  # "185\\": a stray backslash (or a line break) ends nothing
+        s = s.rstrip("\\").rstrip()
     s = _CURRENCY.sub("", s).strip()
     if "mod" in s:
         s = _MODULUS.sub("", s)
@@ -230,7 +235,7 @@ def normalize(answer: str, config: MathConfig | None = None) -> Normalized:
         return Normalized(_INFINITY_WORDS[s.lower()], percent, degrees)
     option = _OPTION.match(_TEXT_CMD.sub(lambda m: m.group(1), s).strip())
     if option:  # "(D) Ellipse" answers the option "(D)"
-        return Normalized(option.group(1).upper(), percent, degrees)
+        return Normalized((option.group(1) or option.group(2)).upper(), percent, degrees)
     # A bare word answer: \text{Monday}, "Yes", "no solution".
     unwrapped = _TEXT_CMD.sub(lambda m: m.group(1), s).strip()
     if _WORDS_ONLY.match(unwrapped) and (len(unwrapped) > 1 or s != unwrapped):

@@ -357,6 +357,9 @@ def test_an_angle_in_degrees_inside_a_trigonometric_function_is_its_radians(
         ("The answer is (C) 12.", "B", Outcome.WRONG),
         ("The answer is (C) 13.", "12", Outcome.WRONG),
         ("\\boxed{(a) 3, (b) 5}", "A", Outcome.WRONG),  # two labelled parts, not an option
+        ("D", "D. y = 7", Outcome.CORRECT),  # a reference that gives the option and its text
+        ("\\boxed{A. 5}", "5", Outcome.CORRECT),
+        ("A. 1, B. 2", "A", Outcome.UNPARSEABLE),
     ],
 )
 def test_an_option_with_its_value_answers_the_letter_or_the_value(
@@ -388,6 +391,15 @@ def test_sets_names_and_words_as_answers_are_written(
     """Forms that were wrong against their own value: a solution set against the list of its
     members, a segment's overline, the words for the real line, a leading article, a modulus."""
     assert verify(f"\\boxed{{{answer}}}", reference).outcome is outcome
+
+
+def test_a_bare_matrix_response_is_the_answer_not_its_last_entry() -> None:
+    """A response that is only a matrix was read by its last number (the markup's environment
+    names counted as prose words); an answer ending in a stray backslash was unparseable."""
+    response = "\\begin{bmatrix} 2 & 0 \\\\ 0 & 3 \\end{bmatrix}"
+    assert verify(response, "\\begin{pmatrix}2&0\\\\0&3\\end{pmatrix}").outcome is Outcome.CORRECT
+    assert verify(response, "3").outcome is Outcome.WRONG
+    assert verify("Answer: 207\\", "207").outcome is Outcome.CORRECT  # a stray backslash
 
 
 def test_a_literal_matrix_raised_to_a_power_is_read_as_its_value() -> None:
