@@ -22,6 +22,7 @@ def test_a_server_that_dies_fails_at_once_with_its_log(tmp_path: Path) -> None:
     assert log.exists()
 
 
+@pytest.mark.slow  # about 1 s: waits out a start timeout
 def test_a_server_that_never_answers_is_killed(tmp_path: Path) -> None:
     argv = [sys.executable, "-c", "import time; print('starting', flush=True); time.sleep(600)"]
     with pytest.raises(ServerFailed, match="did not answer in 1 s") as failed:

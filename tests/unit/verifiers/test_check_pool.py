@@ -50,6 +50,7 @@ def crash_at(value: int, at: int) -> int:
     return value
 
 
+@pytest.mark.slow  # about 1 s: a hang held to its deadline
 def test_results_held_in_a_group_survive_a_hang_and_a_crash_after_them() -> None:
     """A worker sends cheap checks' results in groups: the ones it still holds when a later
     check of the chunk hangs or kills it are run again, and only that check fails (a chunk of

@@ -146,6 +146,7 @@ def test_the_table_covers_every_instruction_id() -> None:
     assert {i["id"] for i in INSTRUCTIONS} == set(INSTRUCTION_IDS)
 
 
+@pytest.mark.slow  # about 3 s: lm-eval's checkers on every generated response
 @pytest.mark.parametrize("mode", ["strict", "loose"])
 def test_verdicts_agree_with_lm_eval(peer: types.SimpleNamespace, mode: str) -> None:
     disagreements = []
@@ -163,6 +164,7 @@ def test_verdicts_agree_with_lm_eval(peer: types.SimpleNamespace, mode: str) -> 
     assert {k: v for k, v in followed.items() if v != {True, False}} == {}
 
 
+@pytest.mark.slow  # about 1 s: lm-eval's checkers
 def test_several_instructions_score_the_fraction_lm_eval_follows(
     peer: types.SimpleNamespace,
 ) -> None:

@@ -70,6 +70,7 @@ def _suite() -> list[tuple[str, Any, Any, bool]]:
     return cases
 
 
+@pytest.mark.slow  # about 1 s: the JSON Schema test suite
 def test_the_published_suite() -> None:
     cases = _suite()
     assert len(cases) > 2000

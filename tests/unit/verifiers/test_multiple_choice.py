@@ -142,6 +142,7 @@ def test_bad_choices_raise(choices: str) -> None:
         extract_choice("C", choices)
 
 
+@pytest.mark.slow  # about 1 s: large hostile inputs
 @pytest.mark.parametrize(
     "hostile",
     [

@@ -210,6 +210,7 @@ HOSTILE: list[tuple[str, str, set[str]]] = [
 ]
 
 
+@pytest.mark.slow  # about 2 s: each statement runs to its cap
 @pytest.mark.parametrize(("name", "statement", "stopped"), HOSTILE, ids=[h[0] for h in HOSTILE])
 def test_hostile_sql_is_stopped(
     name: str, statement: str, stopped: set[str], tmp_path: Path

@@ -60,6 +60,7 @@ def _library(response: str, reference: str, metric: str) -> float:
     return float(scorer.score(reference, response)[kind].fmeasure)
 
 
+@pytest.mark.slow  # about 3 s: the first meteor call loads WordNet
 @pytest.mark.parametrize("metric", METRICS)
 @pytest.mark.parametrize(("response", "reference"), PAIRS)
 def test_similarity_equals_the_library(response: str, reference: str, metric: str) -> None:
@@ -223,6 +224,7 @@ def test_cosine_pass_threshold_and_binary() -> None:
     }
 
 
+@pytest.mark.slow  # about 2 s: embeds 100k characters
 @pytest.mark.parametrize(
     "hostile",
     [
@@ -260,6 +262,7 @@ def cosine_in_a_worker() -> tuple[float, str, int]:
     return score, pa.default_memory_pool().backend_name, peak_kb
 
 
+@pytest.mark.slow  # about 1 s: starts a check worker
 def test_cosine_in_a_check_worker_leaves_the_address_space_to_the_checks() -> None:
     """A check worker (2 GB address-space cap) reads GloVe with pyarrow on the system allocator:
     mimalloc, pyarrow's default, would reserve a 1 GiB arena of the cap at its first use."""

@@ -37,6 +37,7 @@ def test_a_bad_setting_names_what_to_set(
         build_backend(kind, model, base_url=base_url, what="JUDGE")
 
 
+@pytest.mark.slow  # about 1 s: loads a model in a subprocess
 def test_torch_threads_caps_an_in_process_model(restore_threads: None) -> None:
     torch.set_num_threads(2)
     settings = Settings(policy_backend="transformers", policy_model="tiny-random", torch_threads=1)

@@ -182,6 +182,7 @@ def test_length_penalty_scores_its_inner_grader_first(pool: CheckPool) -> None:
     assert out.rewards[1].details["inner"]["outcome"] == "correct"
 
 
+@pytest.mark.slow  # about 1 s: a check held to its deadline
 def test_an_overrunning_check_costs_its_item_alone(pool: CheckPool) -> None:
     out = score(
         pool,
@@ -201,6 +202,7 @@ def test_an_overrunning_check_costs_its_item_alone(pool: CheckPool) -> None:
     assert again.rewards[0].score == 1.0
 
 
+@pytest.mark.slow  # about 1 s: a program held to its time limit
 def test_a_looping_program_is_stopped_at_its_time_limit(
     pool: CheckPool, sandbox: SandboxExecutor
 ) -> None:

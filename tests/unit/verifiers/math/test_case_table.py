@@ -41,6 +41,7 @@ def test_the_table_is_large_and_covers_every_category() -> None:
         assert sum(1 for c in dev if c["category"] == cat) >= 20, cat
 
 
+@pytest.mark.slow  # about 2 s: the whole case table
 @pytest.mark.parametrize("category", CATEGORIES)
 def test_category(category: str, verdicts: list[Any]) -> None:
     misses = []

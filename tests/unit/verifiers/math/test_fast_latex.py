@@ -61,6 +61,7 @@ def _reference(text: str) -> object:
     return value.subs(sympy.Symbol("i"), sympy.I)
 
 
+@pytest.mark.slow  # about 4 s: latex2sympy reads every generated expression
 @pytest.mark.parametrize("seed", range(8))
 def test_agrees_with_latex2sympy_on_generated_expressions(seed: int) -> None:
     rng = random.Random(seed)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import random
 
+import pytest
+
 from referee.verifiers import CheckPool, WorkerFailed
 from referee.verifiers.math import MathVerdict, verify
 
@@ -92,6 +94,7 @@ REFERENCES = [
 ]
 
 
+@pytest.mark.slow  # about 1 s: thousands of generated answers
 def test_token_soup_never_escapes() -> None:
     rng = random.Random(20261201)
     pairs = []
