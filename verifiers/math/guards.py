@@ -32,6 +32,9 @@ _MAX_SYMBOLIC_EXPONENT = 200
 _MIN_COSTLY_MATRIX = 6
 """A matrix of symbols this many rows or more is not inverted or raised to a power (sympy takes
 0.7 s on a 5x5 of distinct symbols and minutes on a 6x6)."""
+_MAX_MATRIX_POWER_TERMS = 2_000
+"""A power of a matrix of symbols whose entries would have more than about 2,000 terms is not
+computed (a 2x2's 20th power takes 0.4 s, its 40th 5 s, a 3x3's 10th 4 s)."""
 MAX_DEGREE = 2_000
 """An expression with variables of higher total degree (``((x+1)^{200}+1)^{200}``) is refused:
 even evaluating it at one point makes numbers of hundreds of thousands of digits."""
@@ -204,6 +207,10 @@ def check_expression(expr: Any, config: MathConfig) -> None:
             costly = isinstance(rows, int) and rows >= _MIN_COSTLY_MATRIX
             if costly and exp != 1 and base.free_symbols:
                 raise Rejected(f"power or inverse of a {rows}x{rows} matrix of symbols")
+            if isinstance(rows, int) and exp.is_Integer and base.free_symbols:
+                v = len(base.free_symbols)  # an entry of M^k has up to C(k+v-1, v-1) terms
+                if _log_comb(abs(int(exp)) + v - 1, v - 1) > math.log(_MAX_MATRIX_POWER_TERMS):
+                    raise Rejected(f"power {exp} of a {rows}x{rows} matrix of symbols")
         if isinstance(e, sympy.Pow):
             base, exp = e.args
             lb, lx = bound(base), bound(exp)

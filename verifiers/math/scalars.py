@@ -13,7 +13,12 @@ from functools import lru_cache
 from typing import Any
 
 import sympy
-from latex2sympy2_extended import latex2sympy
+from latex2sympy2_extended.latex2sympy2 import (
+    ConversionConfig,
+    NormalizationConfig,
+    _Latex2Sympy,
+    normalize_latex,
+)
 
 from referee.verifiers.math.config import MathConfig
 from referee.verifiers.math.fast_latex import parse_simple_latex
@@ -32,6 +37,29 @@ from referee.verifiers.math.values import (
 __all__ = ["Unparseable", "from_sympy", "latex_to_sympy", "read_scalar"]
 
 _I = sympy.Symbol("i")
+_DOIT_HINTS = {"risch": False, "meijerg": False, "heurisch": False}
+"""An integral is evaluated by the cheap methods only: ``\\int_0^1 e^{-x^2}\\sin(x^7)\\,dx`` ran
+sympy's Risch and Meijer-G searches for minutes; the common ones (polynomials, ``\\sin^2``,
+``e^{-x}`` to infinity, ``\\frac{1}{1+x^2}``) still come out exact."""
+
+
+class _Converter(_Latex2Sympy):  # type: ignore[misc]
+    """latex2sympy2_extended's converter, leaving binomials unevaluated for the guards
+    (``\\binom{1000000}{500000}`` was computed while parsing, before any guard saw it)."""
+
+    def convert_binom(self, binom: Any) -> Any:
+        top, bottom = self.convert_expr(binom.upper), self.convert_expr(binom.lower)
+        return sympy.binomial(top, bottom, evaluate=False)
+
+
+_NORMALIZATION = NormalizationConfig()
+_CONVERSION = ConversionConfig()
+
+
+def latex2sympy(s: str) -> Any:
+    """latex2sympy2_extended's ``latex2sympy`` with its defaults, through :class:`_Converter`."""
+    converter = _Converter(None, None, False, config=_CONVERSION)
+    return converter.parse(normalize_latex(s, _NORMALIZATION))
 
 
 class Unparseable(ValueError):
@@ -68,10 +96,10 @@ def _latex_to_sympy_uncached(s: str, config: MathConfig) -> Any:
     check_expression(expr, config)
     try:
         if isinstance(expr, sympy.MatrixBase):
-            return sympy.ImmutableMatrix(expr.doit())
-        value = expr.doit() if hasattr(expr, "doit") else expr
+            return sympy.ImmutableMatrix(expr.doit(**_DOIT_HINTS))
+        value = expr.doit(**_DOIT_HINTS) if hasattr(expr, "doit") else expr
         if isinstance(value, sympy.MatPow):  # a literal matrix's inverse or power: its value
-            value = sympy.ImmutableMatrix(value.doit())
+            value = sympy.ImmutableMatrix(value.doit(**_DOIT_HINTS))
         if _I in getattr(value, "free_symbols", ()):
             value = value.subs(_I, sympy.I)
         return value

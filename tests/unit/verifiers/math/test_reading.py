@@ -284,6 +284,37 @@ def test_a_determinant_of_a_large_matrix_of_symbols_is_refused_before_parsing() 
     parse(big.replace("pmatrix", "bmatrix"))  # a matrix with no determinant is still read
 
 
+def test_what_the_latex_parser_or_sympy_would_compute_for_minutes_is_refused_or_left() -> None:
+    """A binomial of huge numbers was computed while parsing (before the guards), a 2x2 matrix of
+    symbols to the 200th power expanded for minutes, and an integral with no elementary form ran
+    sympy's Risch and Meijer-G searches: each held a worker to its deadline."""
+    for text, refusal in (
+        ("\\binom{1000000}{500000}", "binomial of a huge number"),
+        ("\\binom{10^{6}}{5 \\cdot 10^{5}}", "binomial of a huge number"),
+        ("\\begin{pmatrix}x&y\\\\z&w\\end{pmatrix}^{200}", "power 200 of a 2x2 matrix of symbols"),
+        ("\\begin{pmatrix}a&b&c\\\\d&f&g\\\\h&j&k\\end{pmatrix}^{10}", "power 10 of a 3x3"),
+    ):
+        with pytest.raises(Rejected, match=refusal):
+            parse(text)
+    hard = verify("\\boxed{\\int_0^1 e^{-x^2}\\sin(x^{7})\\, dx}", "x+1")
+    assert hard.outcome is Outcome.WRONG  # compared, not held to the deadline
+    for integral, value in (
+        ("\\int_0^1 x^2 dx", "\\frac13"),
+        ("\\int_0^{\\pi} \\sin^2 x dx", "\\frac{\\pi}{2}"),
+        ("\\int_0^\\infty e^{-x} dx", "1"),
+        ("\\int_0^1 \\frac{1}{1+x^2} dx", "\\frac{\\pi}{4}"),
+    ):
+        assert verify(f"\\boxed{{{integral}}}", value).outcome is Outcome.CORRECT, integral
+    assert verify("\\boxed{\\binom{10}{3}}", "120").outcome is Outcome.CORRECT
+    square = "\\begin{pmatrix}x&1\\\\0&x\\end{pmatrix}^{100}"  # two symbols: still computed
+    assert (
+        verify(
+            f"\\boxed{{{square}}}", "\\begin{pmatrix}x^{100}&100x^{99}\\\\0&x^{100}\\end{pmatrix}"
+        ).score
+        == 1.0
+    )
+
+
 def test_a_word_shaped_reference_is_read_as_algebra_against_a_math_answer() -> None:
     """``xw-yz`` and ``a b - c d`` are letters, spaces and a minus, the shape of a word answer,
     and were compared as words only: a determinant or a product equal to them was wrong, and
