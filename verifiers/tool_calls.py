@@ -8,8 +8,11 @@
 Calls are read from the shapes models and trainers produce: an OpenAI assistant message (or a
 list of them) with ``tool_calls`` (``{"type": "function", "function": {"name", "arguments"}}``,
 ``arguments`` a JSON string or an object), the legacy ``function_call``, Hermes/Qwen
-``<tool_call>{json}</tool_call>`` blocks, or a JSON object or list of ``{"name", "arguments"}``
-(xLAM's answer shape; ``parameters`` is read as ``arguments``) in the text or a fenced block.
+``<tool_call>{json}</tool_call>`` blocks, a JSON object or list of ``{"name", "arguments"}``
+(xLAM's answer shape; ``parameters`` is read as ``arguments``) in the text or a fenced block, or
+Python call syntax (``[get_weather(city="Paris"), get_time(tz="CET")]``: BFCL's answers and the
+"pythonic" tool calls of Llama 3.2 and later, read with ``ast``, never run; keyword arguments
+with literal values only).
 
 Arguments are equivalent when they are equal JSON values with numbers by value (``1 == 1.0``;
 a bool is not a number). With ``tools`` (OpenAI function definitions or xLAM's ``{"name",
@@ -31,6 +34,7 @@ Scoring (``scoring``):
 
 from __future__ import annotations
 
+import ast
 import itertools
 import json
 import math
@@ -175,6 +179,46 @@ def _embedded_json(text: str) -> list[ToolCall] | None:
     return None
 
 
+_PYTHONIC_TAGS = re.compile(r"<\|python_(?:start|end|tag)\|>|<\|eom_id\|>|<\|eot_id\|>")
+_PYTHONIC_START = re.compile(r"[\[(]?\s*[A-Za-z_][\w.]*\s*\(")
+_MAX_PYTHONIC_CHARS = 20_000
+
+
+def _literal(node: ast.AST) -> Any:
+    """A keyword argument's value: a Python literal as the JSON value it spells (tuples as lists);
+    raises ValueError for anything else (a name, a call, an operator)."""
+    value = ast.literal_eval(node)
+    return json.loads(json.dumps(value))  # tuples -> lists; a set or bytes raises TypeError
+
+
+def _pythonic_calls(text: str) -> list[ToolCall] | None:
+    """Calls written as Python: ``f(a=1)`` or ``[f(a=1), g(b="x")]``; None when it is not that."""
+    source = _PYTHONIC_TAGS.sub("", text).strip()
+    if len(source) > _MAX_PYTHONIC_CHARS or not _PYTHONIC_START.match(source):
+        return None
+    try:
+        node = ast.parse(source, mode="eval").body
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+    calls: list[ToolCall] = []
+    for call in node.elts if isinstance(node, ast.List | ast.Tuple) else [node]:
+        if not isinstance(call, ast.Call) or call.args:
+            return None  # positional arguments have no names to compare
+        name = ast.unparse(call.func)
+        if not re.fullmatch(r"[A-Za-z_][\w.]*", name):
+            return None
+        arguments: dict[str, Any] = {}
+        for keyword in call.keywords:
+            if keyword.arg is None:
+                return None  # **kwargs
+            try:
+                arguments[keyword.arg] = _literal(keyword.value)
+            except (ValueError, TypeError, SyntaxError, RecursionError, MemoryError):
+                return None
+        calls.append(ToolCall(name, arguments))
+    return calls or None
+
+
 def _openai_shaped(value: Any) -> bool:
     if isinstance(value, list):
         return any(_openai_shaped(v) for v in value)
@@ -206,6 +250,10 @@ def parse_tool_calls(response: str) -> tuple[list[ToolCall], str | None]:
     found = _embedded_json(text)
     if found:
         return found[:MAX_CALLS], "json"
+    for candidate in (text, *(body for _language, body in fenced_blocks(text))):
+        found = _pythonic_calls(candidate)
+        if found:
+            return found[:MAX_CALLS], "pythonic"
     return [], None
 
 

@@ -217,6 +217,47 @@ def test_values_equal() -> None:
     assert values_equal(None, None)
 
 
+PYTHONIC = '[get_weather(city="Paris", unit="celsius"), get_time(timezone="Europe/Paris")]'
+SWAPPED = '[get_time(timezone="Europe/Paris"), get_weather(unit="celsius", city="Paris")]'
+
+
+@pytest.mark.parametrize(
+    "response",
+    [PYTHONIC, f"<|python_start|>{SWAPPED}<|python_end|>", f"```python\n{PYTHONIC}\n```"],
+)
+def test_python_call_syntax_is_read_without_running_it(response: str) -> None:
+    """BFCL's answers and Llama's "pythonic" tool calls: a list of calls with keyword
+    arguments, read with ast (never run), in a Llama tag or a fenced block."""
+    calls, source = parse_tool_calls(response)
+    assert source == "pythonic"
+    assert {c.name for c in calls} == {"get_weather", "get_time"}
+    assert grade_tool_calls(response, [WEATHER, TIME]).score == 1.0
+
+
+def test_python_call_syntax_takes_literals_only() -> None:
+    one = 'book(seats=2, window=True, meal=None, legs=("CDG", "JFK"), extra={"bags": 1.5})'
+    ((call,), _) = parse_tool_calls(one)
+    assert call.arguments == {
+        "seats": 2,
+        "window": True,
+        "meal": None,
+        "legs": ["CDG", "JFK"],
+        "extra": {"bags": 1.5},
+    }
+    for refused in (
+        "[f(1)]",  # a positional argument has no name to compare
+        "[f(a=g())]",
+        "[f(a=1 + 2)]",
+        "[f(**options)]",
+        '[__import__("os").system(command="ls")]',
+        "[f(a={1, 2})]",
+        "[f(a=" + "9" * 5000 + ")]",  # past Python's digit limit for int()
+        "(" * 500 + "f(a=1)" + ")" * 500,
+        "I would call get_weather(city='Paris') here",  # prose, not a call
+    ):
+        assert parse_tool_calls(refused) == ([], None), refused
+
+
 def test_hostile_response_is_bounded() -> None:
     deep = "[" * 100_000 + "]" * 100_000
     assert grade_tool_calls(deep, [WEATHER]).outcome == "no_call"
