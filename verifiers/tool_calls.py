@@ -34,17 +34,14 @@ Scoring (``scoring``):
 
 from __future__ import annotations
 
-import ast
 import itertools
-import json
 import math
-import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
-from referee.verifiers.fences import fenced_blocks
+from referee.verifiers.tool_call_reading import ToolCall, parse_tool_calls, read_call
 
 __all__ = [
     "TOOL_CALL_OUTCOMES",
@@ -57,18 +54,8 @@ __all__ = [
 ]
 
 TOOL_CALL_OUTCOMES: Final = ("correct", "partial", "wrong", "no_call", "bad_reference")
-MAX_CALLS = 64
-_SCAN_BUDGET = 4_000_000
-"""Characters the search for a JSON object in prose may read in all (each failed attempt reads
-up to where it failed), so a response full of unclosed brackets costs linear time."""
 _EXHAUSTIVE = 7  # best assignment by trying every one up to this many calls; greedy beyond
 Scoring = Literal["exact", "partial", "toolrl"]
-
-
-@dataclass(frozen=True, slots=True)
-class ToolCall:
-    name: str
-    arguments: dict[str, Any]
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,7 +67,7 @@ class ToolCallResult:
     matches: list[dict[str, Any]] = field(default_factory=list)
     """Per reference call: the call it was matched to and what agreed."""
     format: str | None = None
-    """Where the calls were read from: ``openai``, ``hermes`` or ``json``."""
+    """Where the calls were read from: ``openai``, ``hermes``, ``json`` or ``pythonic``."""
     reason: str | None = None
     match_score: float | None = None
     """r_name + r_param + r_value of the best assignment, and its maximum ``s_max``."""
@@ -98,163 +85,6 @@ class ToolCallResult:
             "s_max": self.s_max,
         }
         return {k: v for k, v in data.items() if v is not None}
-
-
-# --- reading calls ------------------------------------------------------------------------
-
-
-def _arguments(raw: Any) -> dict[str, Any] | None:
-    if raw is None:
-        return {}
-    if isinstance(raw, str):
-        try:
-            raw = json.loads(raw) if raw.strip() else {}
-        except (json.JSONDecodeError, RecursionError):
-            return None
-    return dict(raw) if isinstance(raw, Mapping) else None
-
-
-def _call(obj: Any) -> ToolCall | None:
-    """One call from ``{"name", "arguments"}``, ``{"function": {...}}`` or ``function_call``."""
-    if not isinstance(obj, Mapping):
-        return None
-    if isinstance(obj.get("function"), Mapping):
-        obj = obj["function"]
-    name = obj.get("name")
-    if not isinstance(name, str) or not name:
-        return None
-    raw = obj.get("arguments", obj.get("parameters"))
-    args = _arguments(raw)
-    return None if args is None else ToolCall(name, args)
-
-
-def _calls_from_json(value: Any) -> list[ToolCall] | None:
-    """Calls from a parsed JSON value, or None when it holds none."""
-    if isinstance(value, Mapping):
-        if isinstance(value.get("tool_calls"), list):
-            found = [_call(c) for c in value["tool_calls"]]
-            return [c for c in found if c is not None] if any(found) else None
-        if isinstance(value.get("function_call"), Mapping):
-            one = _call(value["function_call"])
-            return None if one is None else [one]
-        one = _call(value)
-        return None if one is None else [one]
-    if isinstance(value, list) and value:
-        out: list[ToolCall] = []
-        for entry in value:
-            inner = _calls_from_json(entry)
-            if inner is None:
-                return None
-            out.extend(inner)
-        return out
-    return None
-
-
-def _loads(text: str) -> Any:
-    try:
-        return json.loads(text)
-    except (json.JSONDecodeError, RecursionError):
-        return None
-
-
-def _embedded_json(text: str) -> list[ToolCall] | None:
-    """The first JSON object or list in the text that holds calls."""
-    decoder = json.JSONDecoder()
-    tries, budget = 0, _SCAN_BUDGET
-    for m in re.finditer(r"[\[{]", text):
-        tries += 1
-        if tries > 200 or budget <= 0:
-            break
-        try:
-            value, end = decoder.raw_decode(text, m.start())
-        except json.JSONDecodeError as exc:
-            budget -= max(1, exc.pos - m.start())  # how far the failed attempt read
-            continue
-        except RecursionError:
-            continue
-        budget -= end - m.start()
-        calls = _calls_from_json(value)
-        if calls is not None:
-            return calls
-    return None
-
-
-_PYTHONIC_TAGS = re.compile(r"<\|python_(?:start|end|tag)\|>|<\|eom_id\|>|<\|eot_id\|>")
-_PYTHONIC_START = re.compile(r"[\[(]?\s*[A-Za-z_][\w.]*\s*\(")
-_MAX_PYTHONIC_CHARS = 20_000
-
-
-def _literal(node: ast.AST) -> Any:
-    """A keyword argument's value: a Python literal as the JSON value it spells (tuples as lists);
-    raises ValueError for anything else (a name, a call, an operator)."""
-    value = ast.literal_eval(node)
-    return json.loads(json.dumps(value))  # tuples -> lists; a set or bytes raises TypeError
-
-
-def _pythonic_calls(text: str) -> list[ToolCall] | None:
-    """Calls written as Python: ``f(a=1)`` or ``[f(a=1), g(b="x")]``; None when it is not that."""
-    source = _PYTHONIC_TAGS.sub("", text).strip()
-    if len(source) > _MAX_PYTHONIC_CHARS or not _PYTHONIC_START.match(source):
-        return None
-    try:
-        node = ast.parse(source, mode="eval").body
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return None
-    calls: list[ToolCall] = []
-    for call in node.elts if isinstance(node, ast.List | ast.Tuple) else [node]:
-        if not isinstance(call, ast.Call) or call.args:
-            return None  # positional arguments have no names to compare
-        name = ast.unparse(call.func)
-        if not re.fullmatch(r"[A-Za-z_][\w.]*", name):
-            return None
-        arguments: dict[str, Any] = {}
-        for keyword in call.keywords:
-            if keyword.arg is None:
-                return None  # **kwargs
-            try:
-                arguments[keyword.arg] = _literal(keyword.value)
-            except (ValueError, TypeError, SyntaxError, RecursionError, MemoryError):
-                return None
-        calls.append(ToolCall(name, arguments))
-    return calls or None
-
-
-def _openai_shaped(value: Any) -> bool:
-    if isinstance(value, list):
-        return any(_openai_shaped(v) for v in value)
-    if not isinstance(value, Mapping):
-        return False
-    return "tool_calls" in value or "function_call" in value or "function" in value
-
-
-def parse_tool_calls(response: str) -> tuple[list[ToolCall], str | None]:
-    """The calls in a response and where they were found (``None``: none found)."""
-    text = response.rsplit("</think>", 1)[-1].strip()
-    whole = _loads(text)
-    if whole is not None:
-        calls = _calls_from_json(whole)
-        if calls is not None:
-            return calls[:MAX_CALLS], "openai" if _openai_shaped(whole) else "json"
-    if "<tool_call>" in text:
-        calls = []
-        for part in text.split("<tool_call>")[1:]:  # an unclosed last block counts
-            body = part.split("</tool_call>", 1)[0].strip()
-            found = _calls_from_json(_loads(body))
-            calls.extend(found or [])
-        if calls:
-            return calls[:MAX_CALLS], "hermes"
-    for _language, body in fenced_blocks(text):
-        found = _calls_from_json(_loads(body.strip()))
-        if found:
-            return found[:MAX_CALLS], "json"
-    found = _embedded_json(text)
-    if found:
-        return found[:MAX_CALLS], "json"
-    for candidate in (text, *(body for _language, body in fenced_blocks(text))):
-        found = _pythonic_calls(candidate)
-        if found:
-            return found[:MAX_CALLS], "pythonic"
-    return [], None
 
 
 # --- comparing ----------------------------------------------------------------------------
@@ -353,7 +183,7 @@ def _assign(
 
 
 def _reference(reference: Sequence[Any]) -> list[ToolCall] | None:
-    calls = [_call(r) for r in reference]
+    calls = [read_call(r) for r in reference]
     return None if any(c is None for c in calls) else [c for c in calls if c is not None]
 
 

@@ -1,0 +1,188 @@
+"""Reading the tool calls a response makes, from the shapes models and trainers produce.
+
+An OpenAI assistant message (or a list of them) with ``tool_calls`` (``{"type": "function",
+"function": {"name", "arguments"}}``, ``arguments`` a JSON string or an object), the legacy
+``function_call``, Hermes/Qwen ``<tool_call>{json}</tool_call>`` blocks, a JSON object or list of
+``{"name", "arguments"}`` (xLAM's answer shape; ``parameters`` is read as ``arguments``) in the
+text or a fenced block, or Python call syntax (``[get_weather(city="Paris"), get_time(tz="CET")]``:
+BFCL's answers and the "pythonic" tool calls of Llama 3.2 and later, read with ``ast``, never run;
+keyword arguments with literal values only). Every reader is bounded on hostile text.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from referee.verifiers.fences import fenced_blocks
+
+__all__ = ["MAX_CALLS", "ToolCall", "parse_tool_calls", "read_call"]
+
+MAX_CALLS = 64
+_SCAN_BUDGET = 4_000_000
+"""Characters the search for a JSON object in prose may read in all (each failed attempt reads
+up to where it failed), so a response full of unclosed brackets costs linear time."""
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCall:
+    name: str
+    arguments: dict[str, Any]
+
+
+def _arguments(raw: Any) -> dict[str, Any] | None:
+    if raw is None:
+        return {}
+    if isinstance(raw, str):
+        try:
+            raw = json.loads(raw) if raw.strip() else {}
+        except (json.JSONDecodeError, RecursionError):
+            return None
+    return dict(raw) if isinstance(raw, Mapping) else None
+
+
+def read_call(obj: Any) -> ToolCall | None:
+    """One call from ``{"name", "arguments"}``, ``{"function": {...}}`` or ``function_call``."""
+    if not isinstance(obj, Mapping):
+        return None
+    if isinstance(obj.get("function"), Mapping):
+        obj = obj["function"]
+    name = obj.get("name")
+    if not isinstance(name, str) or not name:
+        return None
+    raw = obj.get("arguments", obj.get("parameters"))
+    args = _arguments(raw)
+    return None if args is None else ToolCall(name, args)
+
+
+def _calls_from_json(value: Any) -> list[ToolCall] | None:
+    """Calls from a parsed JSON value, or None when it holds none."""
+    if isinstance(value, Mapping):
+        if isinstance(value.get("tool_calls"), list):
+            found = [read_call(c) for c in value["tool_calls"]]
+            return [c for c in found if c is not None] if any(found) else None
+        if isinstance(value.get("function_call"), Mapping):
+            one = read_call(value["function_call"])
+            return None if one is None else [one]
+        one = read_call(value)
+        return None if one is None else [one]
+    if isinstance(value, list) and value:
+        out: list[ToolCall] = []
+        for entry in value:
+            inner = _calls_from_json(entry)
+            if inner is None:
+                return None
+            out.extend(inner)
+        return out
+    return None
+
+
+def _loads(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except (json.JSONDecodeError, RecursionError):
+        return None
+
+
+def _embedded_json(text: str) -> list[ToolCall] | None:
+    """The first JSON object or list in the text that holds calls."""
+    decoder = json.JSONDecoder()
+    tries, budget = 0, _SCAN_BUDGET
+    for m in re.finditer(r"[\[{]", text):
+        tries += 1
+        if tries > 200 or budget <= 0:
+            break
+        try:
+            value, end = decoder.raw_decode(text, m.start())
+        except json.JSONDecodeError as exc:
+            budget -= max(1, exc.pos - m.start())  # how far the failed attempt read
+            continue
+        except RecursionError:
+            continue
+        budget -= end - m.start()
+        calls = _calls_from_json(value)
+        if calls is not None:
+            return calls
+    return None
+
+
+_PYTHONIC_TAGS = re.compile(r"<\|python_(?:start|end|tag)\|>|<\|eom_id\|>|<\|eot_id\|>")
+_PYTHONIC_START = re.compile(r"[\[(]?\s*[A-Za-z_][\w.]*\s*\(")
+_MAX_PYTHONIC_CHARS = 20_000
+
+
+def _literal(node: ast.AST) -> Any:
+    """A keyword argument's value: a Python literal as the JSON value it spells (tuples as lists);
+    raises ValueError for anything else (a name, a call, an operator)."""
+    value = ast.literal_eval(node)
+    return json.loads(json.dumps(value))  # tuples -> lists; a set or bytes raises TypeError
+
+
+def _pythonic_calls(text: str) -> list[ToolCall] | None:
+    """Calls written as Python: ``f(a=1)`` or ``[f(a=1), g(b="x")]``; None when it is not that."""
+    source = _PYTHONIC_TAGS.sub("", text).strip()
+    if len(source) > _MAX_PYTHONIC_CHARS or not _PYTHONIC_START.match(source):
+        return None
+    try:
+        node = ast.parse(source, mode="eval").body
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+    calls: list[ToolCall] = []
+    for call in node.elts if isinstance(node, ast.List | ast.Tuple) else [node]:
+        if not isinstance(call, ast.Call) or call.args:
+            return None  # positional arguments have no names to compare
+        name = ast.unparse(call.func)
+        if not re.fullmatch(r"[A-Za-z_][\w.]*", name):
+            return None
+        arguments: dict[str, Any] = {}
+        for keyword in call.keywords:
+            if keyword.arg is None:
+                return None  # **kwargs
+            try:
+                arguments[keyword.arg] = _literal(keyword.value)
+            except (ValueError, TypeError, SyntaxError, RecursionError, MemoryError):
+                return None
+        calls.append(ToolCall(name, arguments))
+    return calls or None
+
+
+def _openai_shaped(value: Any) -> bool:
+    if isinstance(value, list):
+        return any(_openai_shaped(v) for v in value)
+    if not isinstance(value, Mapping):
+        return False
+    return "tool_calls" in value or "function_call" in value or "function" in value
+
+
+def parse_tool_calls(response: str) -> tuple[list[ToolCall], str | None]:
+    """The calls in a response and where they were found (``None``: none found)."""
+    text = response.rsplit("</think>", 1)[-1].strip()
+    whole = _loads(text)
+    if whole is not None:
+        calls = _calls_from_json(whole)
+        if calls is not None:
+            return calls[:MAX_CALLS], "openai" if _openai_shaped(whole) else "json"
+    if "<tool_call>" in text:
+        calls = []
+        for part in text.split("<tool_call>")[1:]:  # an unclosed last block counts
+            body = part.split("</tool_call>", 1)[0].strip()
+            found = _calls_from_json(_loads(body))
+            calls.extend(found or [])
+        if calls:
+            return calls[:MAX_CALLS], "hermes"
+    for _language, body in fenced_blocks(text):
+        found = _calls_from_json(_loads(body.strip()))
+        if found:
+            return found[:MAX_CALLS], "json"
+    found = _embedded_json(text)
+    if found:
+        return found[:MAX_CALLS], "json"
+    for candidate in (text, *(body for _language, body in fenced_blocks(text))):
+        found = _pythonic_calls(candidate)
+        if found:
+            return found[:MAX_CALLS], "pythonic"
+    return [], None
