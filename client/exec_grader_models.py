@@ -63,14 +63,23 @@ class SQLGrader(_Model):
 class ToolCallSpec(_Model):
     name: str = Field(..., min_length=1, max_length=256, examples=["get_weather"])
     arguments: dict[str, Any] = Field(default_factory=dict, examples=[{"city": "Paris"}])
+    allowed: dict[str, list[Any]] | None = Field(
+        None,
+        description="BFCL's possible answers instead of `arguments`: the values each argument "
+        'may take (`""` among them: it may be left out; strings compared as BFCL does, case, '
+        "spaces and `,./-_*^` aside). A BFCL ground-truth row (`[{fn: {arg: [values]}}]`) in a "
+        "reference column is read into this.",
+        examples=[{"city": ["Paris", "Paris, France"], "unit": ["celsius", ""]}],
+    )
 
 
 class ToolCallGrader(_Model):
-    """The response's tool calls (OpenAI `tool_calls`, Hermes `<tool_call>` JSON, or a JSON
-    object/list in the text) against the reference calls: names, arguments equal as JSON values
-    (numbers by value; omitted arguments take `tools`' defaults), in any order unless
-    `ordered`. `exact`: all or nothing; `partial`: ToolRL's match normalised to [0, 1];
-    `toolrl`: ToolRL's reward in [-3, 4]."""
+    """The response's tool calls (OpenAI `tool_calls`, Hermes `<tool_call>` JSON, a JSON
+    object/list in the text, or Python call syntax) against the reference calls: names,
+    arguments equal as JSON values (numbers by value; omitted arguments take `tools`'
+    defaults) or among BFCL's possible answers (`allowed`), in any order unless `ordered`.
+    `exact`: all or nothing; `partial`: ToolRL's match normalised to [0, 1]; `toolrl`:
+    ToolRL's reward in [-3, 4]."""
 
     type: Literal["tool_call"] = "tool_call"
     reference: list[ToolCallSpec] = Field(

@@ -157,9 +157,20 @@ def _no_reference(value: Any) -> bool:
     )
 
 
+def _bfcl_call(entry: Any) -> dict[str, Any] | None:
+    """BFCL's ground truth ``{fn: {arg: [possible values]}}`` as ``{"name", "allowed"}``."""
+    if not isinstance(entry, dict) or len(entry) != 1:
+        return None
+    ((name, allowed),) = entry.items()
+    if not isinstance(allowed, dict) or not all(isinstance(v, list) for v in allowed.values()):
+        return None
+    return {"name": name, "allowed": allowed}
+
+
 def tool_calls_from_value(value: Any) -> list[dict[str, Any]] | None:
     """Reference tool calls from a list of ``{"name", "arguments"}`` (or one such object), or
-    JSON text of either (xLAM's ``answers`` column is a JSON string)."""
+    JSON text of either (xLAM's ``answers`` column is a JSON string), or BFCL's ground truth
+    (``[{fn: {arg: [possible values]}}]``, read as ``{"name", "allowed"}``)."""
     value = _json_value(value)
     if value is _UNREADABLE:
         return None
@@ -167,6 +178,10 @@ def tool_calls_from_value(value: Any) -> list[dict[str, Any]] | None:
         value = [value]
     if isinstance(value, list) and all(isinstance(c, dict) and "name" in c for c in value):
         return value
+    if isinstance(value, list) and value:
+        bfcl = [_bfcl_call(c) for c in value]
+        if all(c is not None for c in bfcl):
+            return [c for c in bfcl if c is not None]
     return None
 
 

@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -45,6 +46,7 @@ from referee.verifiers.tool_call_reading import ToolCall, parse_tool_calls, read
 
 __all__ = [
     "TOOL_CALL_OUTCOMES",
+    "OneOf",
     "ToolCall",
     "ToolCallResult",
     "defaults_from_tools",
@@ -90,8 +92,36 @@ class ToolCallResult:
 # --- comparing ----------------------------------------------------------------------------
 
 
+@dataclass(frozen=True, slots=True)
+class OneOf:
+    """BFCL's possible answers for one argument; ``""`` among them: it may be left out."""
+
+    values: tuple[Any, ...]
+
+    @property
+    def optional(self) -> bool:
+        return any(v == "" for v in self.values)
+
+
+_BFCL_IGNORED = re.compile(r"[ ,./\-_*^]")
+
+
+def _bfcl_string(s: str) -> str:
+    """A string as BFCL's checker compares it: lower case, spaces and ``,./-_*^`` dropped."""
+    return _BFCL_IGNORED.sub("", s).lower().replace("'", '"')
+
+
+def _possible(a: Any, b: Any) -> bool:
+    if isinstance(a, str) and isinstance(b, str):
+        return _bfcl_string(a) == _bfcl_string(b)
+    return values_equal(a, b)
+
+
 def values_equal(a: Any, b: Any) -> bool:
-    """JSON values equal, numbers by value (a bool is not a number)."""
+    """JSON values equal, numbers by value (a bool is not a number); against a :class:`OneOf`,
+    equal to one of its values."""
+    if isinstance(b, OneOf):
+        return any(_possible(a, v) for v in b.values if v != "")
     if isinstance(a, bool) or isinstance(b, bool):
         return type(a) is type(b) and a == b
     if isinstance(a, int | float) and isinstance(b, int | float):
@@ -132,17 +162,25 @@ class _Pair:
     param: float  # Jaccard overlap of argument names
     values: int  # reference arguments with equal values
     exact: bool
+    optional_given: int = 0  # BFCL optional arguments the call gave (they join S_max)
+
+
+def _required(arguments: Mapping[str, Any]) -> dict[str, Any]:
+    """The reference arguments a call must make (not BFCL's optional ones)."""
+    return {k: v for k, v in arguments.items() if not (isinstance(v, OneOf) and v.optional)}
 
 
 def _pair(got: ToolCall, want: ToolCall, defaults: Mapping[str, Mapping[str, Any]]) -> _Pair:
     if got.name != want.name:
         return _Pair(0.0, 0, False)
-    g, w = _with_defaults(got, defaults), _with_defaults(want, defaults)
+    g, full = _with_defaults(got, defaults), _with_defaults(want, defaults)
+    # a BFCL optional argument counts only when the call gives it, and then like any other
+    w = {k: v for k, v in full.items() if k in g or k in _required(full)}
     union = g.keys() | w.keys()
     param = len(g.keys() & w.keys()) / len(union) if union else 1.0
     values = sum(1 for k in w if k in g and values_equal(g[k], w[k]))
     exact = g.keys() == w.keys() and values == len(w)
-    return _Pair(param, values, exact)
+    return _Pair(param, values, exact, len(w) - len(_required(full)))
 
 
 def _assign(
@@ -182,8 +220,17 @@ def _assign(
     return chosen
 
 
+def _reference_call(entry: Any) -> ToolCall | None:
+    allowed = entry.get("allowed") if isinstance(entry, Mapping) else None
+    if isinstance(allowed, Mapping) and isinstance(entry.get("name"), str) and entry["name"]:
+        if all(isinstance(v, list) for v in allowed.values()):
+            return ToolCall(entry["name"], {k: OneOf(tuple(v)) for k, v in allowed.items()})
+        return None
+    return read_call(entry)
+
+
 def _reference(reference: Sequence[Any]) -> list[ToolCall] | None:
-    calls = [read_call(r) for r in reference]
+    calls = [_reference_call(r) for r in reference]
     return None if any(c is None for c in calls) else [c for c in calls if c is not None]
 
 
@@ -203,7 +250,7 @@ def grade_tool_calls(
     got, fmt = parse_tool_calls(response)
     defaults = defaults_from_tools(tools)
     calls = [{"name": c.name, "arguments": c.arguments} for c in got]
-    s_max = 1 + len(want) + sum(len(_with_defaults(w, defaults)) for w in want)
+    s_max = 1 + len(want) + sum(len(_required(_with_defaults(w, defaults))) for w in want)
     if not want:  # the right answer is not to call anything
         ok = not got
         score = 1.0 if ok else 0.0
@@ -224,6 +271,7 @@ def grade_tool_calls(
         pair = pairs[i][j] if j is not None else _Pair(0.0, 0, False)
         r_param += pair.param
         r_value += pair.values
+        s_max += pair.optional_given
         all_exact = all_exact and pair.exact
         matches.append(
             {
@@ -232,7 +280,8 @@ def grade_tool_calls(
                 "name_match": j is not None and got[j].name == want[i].name,
                 "arguments_equal": pair.exact,
                 "values_equal": pair.values,
-                "arguments": len(_with_defaults(want[i], defaults)),
+                "arguments": len(_required(_with_defaults(want[i], defaults)))
+                + pair.optional_given,
             }
         )
     match = r_name + r_param + r_value

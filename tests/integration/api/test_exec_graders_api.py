@@ -107,6 +107,22 @@ def test_tool_call_rewards(server: Server) -> None:
     )
     assert out[0]["score"] == 1.0 and out[0]["details"]["format"] == "openai"
     assert out[1]["score"] == 2 / 3 and out[1]["details"]["format"] == "hermes"
+    # BFCL's possible answers, and its Python-call answer format
+    allowed = {
+        "name": "get_weather",
+        "allowed": {"city": ["Paris", "Paris, France"], "days": [3, ""]},
+    }
+    bfcl = {"type": "tool_call", "reference": [allowed]}
+    out = rewards(
+        server,
+        [
+            {"id": "short", "response": '[get_weather(city="paris, france")]', "grader": bfcl},
+            {"id": "days", "response": '[get_weather(city="Paris", days=3)]', "grader": bfcl},
+            {"id": "wrong", "response": '[get_weather(city="Paris", days=4)]', "grader": bfcl},
+        ],
+    )
+    assert [r["score"] for r in out] == [1.0, 1.0, 0.0]
+    assert out[0]["details"]["format"] == "pythonic"
 
 
 GRADE = """

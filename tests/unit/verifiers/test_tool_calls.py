@@ -209,6 +209,56 @@ def test_xlam_row_shape() -> None:
     assert result.score == 1.0, result  # {} takes the default "game"
 
 
+# BFCL's ground truth for a parallel question: each argument's possible values, "" = optional
+BFCL_ROW = {
+    "id": "parallel_0",
+    "ground_truth": [
+        {
+            "get_weather": {
+                "city": ["San Francisco, CA", "San Francisco"],
+                "unit": ["fahrenheit", ""],
+            }
+        },
+        {"get_time": {"timezone": ["America/Los_Angeles", "PST"]}},
+    ],
+}
+
+
+@pytest.mark.parametrize(
+    ("response", "exact", "partial"),
+    [
+        ('[get_time(timezone="PST"), get_weather(city="San Francisco")]', 1.0, 1.0),
+        (
+            '[get_weather(city="san francisco, ca", unit="fahrenheit"), get_time(timezone="pst")]',
+            1.0,
+            1.0,
+        ),
+        (
+            '[get_weather(city="San Francisco", unit="celsius"), get_time(timezone="PST")]',
+            0.0,
+            (1 + 2 + 2) / 6,
+        ),
+        ('[get_weather(unit="fahrenheit"), get_time(timezone="PST")]', 0.0, (1 + 1.5 + 2) / 6),
+        ('[get_weather(city="Paris"), get_time(timezone="PST")]', 0.0, (1 + 1 + 2) / 5),
+    ],
+)
+def test_bfcl_possible_answers_as_the_reference(
+    response: str, exact: float, partial: float
+) -> None:
+    """A BFCL ground-truth row in the reference column: any possible value is right, strings
+    compared as BFCL's checker does, an argument with "" among its values may be left out (and
+    counts like the others when given). Partial: (r_name + Σ(r_param + r_value)) / S_max, where
+    S_max = 1 + calls + required arguments + optional arguments given."""
+    grader = fill_grader({"type": "tool_call"}, json.dumps(BFCL_ROW["ground_truth"]))
+    assert grader["reference"][0] == {
+        "name": "get_weather",
+        "allowed": BFCL_ROW["ground_truth"][0]["get_weather"],
+    }
+    assert grade_tool_calls(response, grader["reference"]).score == exact
+    got = grade_tool_calls(response, grader["reference"], scoring="partial").score
+    assert got == pytest.approx(partial)
+
+
 def test_values_equal() -> None:
     assert values_equal({"a": [1, 2.0]}, {"a": [1.0, 2]})
     assert not values_equal([1, 2], [2, 1])
