@@ -7,6 +7,7 @@
         ├── InvalidRequest        400/422: the request is malformed or fails validation
         ├── Unauthorized          401: missing or unknown API key
         ├── NotFound              404: no such route or resource
+        │   └── MethodNotAllowed  405: the route exists, not for this method
         ├── Conflict              409: the id is taken by a different request
         ├── PayloadTooLarge       413: too many items or too large a body
         ├── TooManyRequests       429: every sandbox slot is busy; retry after a moment
@@ -29,6 +30,7 @@ __all__ = [
     "GatewayTimeout",
     "InternalServerError",
     "InvalidRequest",
+    "MethodNotAllowed",
     "NotFound",
     "PayloadTooLarge",
     "RefereeError",
@@ -120,7 +122,12 @@ class Unauthorized(APIError, status=401, type="unauthorized", title="Missing or 
 
 
 class NotFound(APIError, status=404, type="not-found", title="Not found"):
-    """404 (and 405): no such route or resource."""
+    """404: no such route or resource."""
+
+
+class MethodNotAllowed(NotFound, status=405, type="method-not-allowed", title="Method not allowed"):
+    """405: the route exists but not for this method (the ``Allow`` header lists them); a
+    :class:`NotFound`, so code that caught a 405 as one still does."""
 
 
 class Conflict(APIError, status=409, type="conflict", title="Conflict"):
@@ -163,6 +170,7 @@ _BY_TYPE: dict[str, type[APIError]] = {
         InvalidRequest,
         Unauthorized,
         NotFound,
+        MethodNotAllowed,
         Conflict,
         PayloadTooLarge,
         TooManyRequests,
@@ -176,7 +184,7 @@ _BY_STATUS: dict[int, type[APIError]] = {
     401: Unauthorized,
     403: Unauthorized,
     404: NotFound,
-    405: NotFound,
+    405: MethodNotAllowed,
     409: Conflict,
     413: PayloadTooLarge,
     422: InvalidRequest,

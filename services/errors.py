@@ -20,6 +20,7 @@ from referee.client.errors import (
     APIError,
     InternalServerError,
     InvalidRequest,
+    MethodNotAllowed,
     NotFound,
     PayloadTooLarge,
     error_for_problem,
@@ -78,7 +79,7 @@ async def _on_http(request: Request, exc: Exception) -> JSONResponse:
     if exc.status_code == 404:
         return problem_response(NotFound(f"no route {request.method} {request.url.path}"))
     if exc.status_code == 405:
-        err = NotFound(f"{request.method} is not allowed on {request.url.path}", status=405)
+        err = MethodNotAllowed(f"{request.method} is not allowed on {request.url.path}")
         return problem_response(err, {"allow": _allowed(request)})
     if exc.status_code == 400 and exc.__cause__ is not None:  # FastAPI could not read the body
         reason = "nested too deeply" if isinstance(exc.__cause__, RecursionError) else "not JSON"

@@ -291,3 +291,4 @@ def test_unknown_route_and_method(server: Server) -> None:
     assert r.status_code == 404 and r.json()["type"] == "not-found"
     r = httpx.get(server.url + "/v1/rewards")
     assert r.status_code == 405 and "GET is not allowed" in r.json()["detail"]
+    assert r.json()["type"] == "method-not-allowed" and r.headers["allow"] == "POST"
