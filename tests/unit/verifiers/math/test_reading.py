@@ -335,93 +335,65 @@ def test_a_word_shaped_reference_is_read_as_algebra_against_a_math_answer() -> N
     assert verify("\\boxed{y}", "yes").outcome is Outcome.WRONG
 
 
-@pytest.mark.parametrize(
-    ("answer", "reference", "outcome"),
-    [
-        ("\\{x | x > 0\\}", "(0,\\infty)", Outcome.CORRECT),
-        ("\\{x \\mid x \\le 3\\}", "(-\\infty, 3]", Outcome.CORRECT),
-        (
-            "\\left\\{ x \\in \\mathbb{R} : x \\neq 2 \\right\\}",
-            "(-\\infty,2)\\cup(2,\\infty)",
-            Outcome.CORRECT,
-        ),
-        ("\\{x | x^2 < 4\\}", "(-2, 2)", Outcome.CORRECT),
-        ("\\{x | x > 0\\}", "[0,\\infty)", Outcome.WRONG),
-        ("\\{x | x^2 < 4\\}", "(-2, 3)", Outcome.WRONG),
-        ("\\{1, 2\\}", "\\{2, 1\\}", Outcome.CORRECT),  # a plain set is still a set
-    ],
-)
-def test_set_builder_notation_is_the_set_it_describes(
-    answer: str, reference: str, outcome: Outcome
-) -> None:
-    """``\\{x \\mid x > 0\\}`` was unparseable (the bar read as an absolute value)."""
-    assert verify(f"\\boxed{{{answer}}}", reference).outcome is outcome
-
-
-@pytest.mark.parametrize(
-    ("answer", "reference", "outcome"),
-    [
-        ("\\frac{\\sqrt{6}-\\sqrt{2}}{4}", "\\sin 15^\\circ", Outcome.CORRECT),
-        ("\\frac12", "\\cos(60^\\circ)", Outcome.CORRECT),
-        ("1", "\\tan{45^{\\circ}}", Outcome.CORRECT),
-        ("2\\sin 30°", "1", Outcome.CORRECT),
-        ("\\cos 60^\\circ", "\\frac{\\sqrt3}{2}", Outcome.WRONG),
-        ("20^\\circ", "20", Outcome.CORRECT),  # a bare angle keeps its degrees
-    ],
-)
-def test_an_angle_in_degrees_inside_a_trigonometric_function_is_its_radians(
-    answer: str, reference: str, outcome: Outcome
-) -> None:
-    """``\\sin 15^\\circ`` was read as sin(15): the degree sign was dropped everywhere."""
-    assert verify(f"\\boxed{{{answer}}}", reference).outcome is outcome
+def _boxed(answer: str) -> str:
+    return f"\\boxed{{{answer}}}"
 
 
 @pytest.mark.parametrize(
     ("response", "reference", "outcome"),
     [
+        # set-builder notation is the set it describes (it was unparseable)
+        (_boxed("\\{x | x > 0\\}"), "(0,\\infty)", Outcome.CORRECT),
+        (_boxed("\\{x \\mid x \\le 3\\}"), "(-\\infty, 3]", Outcome.CORRECT),
+        (
+            _boxed("\\left\\{ x \\in \\mathbb{R} : x \\neq 2 \\right\\}"),
+            "(-\\infty,2)\\cup(2,\\infty)",
+            Outcome.CORRECT,
+        ),
+        (_boxed("\\{x | x^2 < 4\\}"), "(-2, 2)", Outcome.CORRECT),
+        (_boxed("\\{x | x > 0\\}"), "[0,\\infty)", Outcome.WRONG),
+        (_boxed("\\{x | x^2 < 4\\}"), "(-2, 3)", Outcome.WRONG),
+        (_boxed("\\{1, 2\\}"), "\\{2, 1\\}", Outcome.CORRECT),  # a plain set is still a set
+        # an angle in degrees inside a trigonometric function is its radians (sin 15° was sin(15))
+        (_boxed("\\frac{\\sqrt{6}-\\sqrt{2}}{4}"), "\\sin 15^\\circ", Outcome.CORRECT),
+        (_boxed("\\frac12"), "\\cos(60^\\circ)", Outcome.CORRECT),
+        (_boxed("1"), "\\tan{45^{\\circ}}", Outcome.CORRECT),
+        (_boxed("2\\sin 30°"), "1", Outcome.CORRECT),
+        (_boxed("\\cos 60^\\circ"), "\\frac{\\sqrt3}{2}", Outcome.WRONG),
+        (_boxed("20^\\circ"), "20", Outcome.CORRECT),  # a bare angle keeps its degrees
+        # a choice with its value answers the letter or the value (it was the product 12*B)
         ("The answer is (B) 12.", "B", Outcome.CORRECT),
         ("The answer is (B) 12.", "12", Outcome.CORRECT),
         ("The answer is (B) 7.", "7", Outcome.CORRECT),  # a one-digit value is no letter
-        ("\\boxed{\\textbf{(D)}\\ \\frac12}", "D", Outcome.CORRECT),
-        ("\\boxed{\\text{(A)}\\ 5}", "\\text{(A)}", Outcome.CORRECT),
-        ("\\boxed{\\textbf{(D)}\\ \\frac12}", "0.5", Outcome.CORRECT),
+        (_boxed("\\textbf{(D)}\\ \\frac12"), "D", Outcome.CORRECT),
+        (_boxed("\\text{(A)}\\ 5"), "\\text{(A)}", Outcome.CORRECT),
+        (_boxed("\\textbf{(D)}\\ \\frac12"), "0.5", Outcome.CORRECT),
         ("The answer is (C) 12.", "B", Outcome.WRONG),
         ("The answer is (C) 13.", "12", Outcome.WRONG),
-        ("\\boxed{(a) 3, (b) 5}", "A", Outcome.WRONG),  # two labelled parts, not an option
+        (_boxed("(a) 3, (b) 5"), "A", Outcome.WRONG),  # two labelled parts, not an option
         ("D", "D. y = 7", Outcome.CORRECT),  # a reference that gives the option and its text
-        ("\\boxed{A. 5}", "5", Outcome.CORRECT),
+        (_boxed("A. 5"), "5", Outcome.CORRECT),
         ("A. 1, B. 2", "A", Outcome.UNPARSEABLE),
+        # a solution set and the list of its members, a segment's overline, the words for the
+        # real line, a leading article, a modulus
+        (_boxed("x \\in \\{1, 2\\}"), "1, 2", Outcome.CORRECT),
+        (_boxed("1, 2"), "x \\in \\{2, 1\\}", Outcome.CORRECT),
+        (_boxed("x \\in \\{1, 2\\}"), "1, 3", Outcome.WRONG),
+        (_boxed("\\overline{AB}"), "AB", Outcome.CORRECT),
+        (_boxed("0.\\overline{3}"), "\\frac13", Outcome.CORRECT),  # still a repeating decimal
+        (_boxed("(-\\infty,\\infty)"), "\\text{all real numbers}", Outcome.CORRECT),
+        (_boxed("\\text{all reals}"), "\\mathbb{R}", Outcome.CORRECT),
+        (_boxed("\\text{the circle}"), "\\text{circle}", Outcome.CORRECT),
+        (_boxed("\\text{a parabola}"), "\\text{circle}", Outcome.WRONG),
+        (_boxed("5 \\pmod{7}"), "5", Outcome.CORRECT),
+        (_boxed("5 \\pmod 7"), "6", Outcome.WRONG),
     ],
 )
-def test_an_option_with_its_value_answers_the_letter_or_the_value(
+def test_answers_are_read_as_they_are_written(
     response: str, reference: str, outcome: Outcome
 ) -> None:
-    """``(B) 12`` was read as the product 12*B: wrong against the letter and against 12."""
+    """Forms that were wrong or unparseable against their own value."""
     assert verify(response, reference).outcome is outcome
-
-
-@pytest.mark.parametrize(
-    ("answer", "reference", "outcome"),
-    [
-        ("x \\in \\{1, 2\\}", "1, 2", Outcome.CORRECT),  # a set of solutions is their list
-        ("1, 2", "x \\in \\{2, 1\\}", Outcome.CORRECT),
-        ("x \\in \\{1, 2\\}", "1, 3", Outcome.WRONG),
-        ("\\overline{AB}", "AB", Outcome.CORRECT),  # a segment's name
-        ("0.\\overline{3}", "\\frac13", Outcome.CORRECT),  # still a repeating decimal
-        ("(-\\infty,\\infty)", "\\text{all real numbers}", Outcome.CORRECT),
-        ("\\text{all reals}", "\\mathbb{R}", Outcome.CORRECT),
-        ("\\text{the circle}", "\\text{circle}", Outcome.CORRECT),
-        ("\\text{a parabola}", "\\text{circle}", Outcome.WRONG),
-        ("5 \\pmod{7}", "5", Outcome.CORRECT),
-        ("5 \\pmod 7", "6", Outcome.WRONG),
-    ],
-)
-def test_sets_names_and_words_as_answers_are_written(
-    answer: str, reference: str, outcome: Outcome
-) -> None:
-    """Forms that were wrong against their own value: a solution set against the list of its
-    members, a segment's overline, the words for the real line, a leading article, a modulus."""
-    assert verify(f"\\boxed{{{answer}}}", reference).outcome is outcome
 
 
 def test_a_bare_matrix_response_is_the_answer_not_its_last_entry() -> None:
