@@ -110,22 +110,84 @@ def _json_value(value: Any) -> Any:
     return plain(value)
 
 
+def _io_text(value: Any) -> str:
+    """An APPS/TACO input or output: a string, or its lines as a list."""
+    return "\n".join(str(v) for v in value) if isinstance(value, list) else str(value)
+
+
+def _call_test(fn_name: str, given: Any, expected: Any) -> dict[str, Any] | None:
+    """One call-based test: LiveCodeBench's input is its arguments' JSON, one per line, and its
+    output the return value's JSON; APPS/TACO give the arguments as a list and wrap the return
+    value in a one-item list. None when a LiveCodeBench input is not JSON."""
+    if isinstance(given, str):
+        try:
+            args = [json.loads(line) for line in given.split("\n") if line.strip()]
+        except ValueError:
+            return None
+        if isinstance(expected, str):
+            try:
+                expected = json.loads(expected)
+            except ValueError:
+                pass  # a plain string as the return value
+    else:
+        args = given if isinstance(given, list) else [given]
+        if isinstance(expected, list) and len(expected) == 1:
+            expected = expected[0]
+    return {"fn_name": fn_name, "args": args, "expected": expected}
+
+
+def _fn_name(value: Mapping[str, Any]) -> str | None:
+    name = value.get("fn_name") or value.get("func_name")
+    return name if isinstance(name, str) and name else None
+
+
+def _pairs_as_tests(
+    pairs: list[tuple[Any, Any]], fn_name: str | None
+) -> list[dict[str, Any]] | None:
+    if fn_name is None:
+        return [{"stdin": _io_text(i), "stdout": _io_text(o)} for i, o in pairs]
+    tests = [_call_test(fn_name, i, o) for i, o in pairs]
+    return None if any(t is None for t in tests) else [t for t in tests if t is not None]
+
+
+def _livecodebench_tests(cases: list[dict[str, Any]]) -> list[dict[str, Any]] | None:
+    tests: list[dict[str, Any]] = []
+    for case in cases:
+        functional = case.get("testtype") == "functional"
+        fn_name = _fn_name(case) if functional else None
+        found = (
+            None
+            if functional and fn_name is None
+            else _pairs_as_tests([(case["input"], case["output"])], fn_name)
+        )
+        if found is None:
+            return None
+        tests.extend(found)
+    return tests
+
+
 def tests_from_value(value: Any) -> list[dict[str, Any]] | None:
-    """Tests from a list of test objects, or from ``{"inputs": [...], "outputs": [...]}`` (each
-    input fed as stdin, each output the expected stdout); JSON text of either is accepted."""
+    """Tests from a list of test objects, or JSON text of one of these:
+
+    - ``{"inputs": [...], "outputs": [...]}`` (APPS, TACO, LiveCodeBench's packed form): each
+      input fed as stdin, each output the expected stdout; with ``fn_name`` (or ``func_name``)
+      each pair is a call of that function (APPS: the arguments as a list, the return value
+      wrapped in a list; LiveCodeBench: the arguments' JSON one per line);
+    - LiveCodeBench's test cases, ``[{"input", "output", "testtype"}]``: ``stdin`` tests, or
+      ``functional`` ones with a ``fn_name``/``func_name`` beside them.
+    """
     value = _json_value(value)
     if value is _UNREADABLE:
         return None
     if isinstance(value, list) and all(isinstance(t, dict) for t in value):
+        if value and all("input" in t and "output" in t and "stdin" not in t for t in value):
+            return _livecodebench_tests(value)
         return value
     if isinstance(value, dict) and isinstance(value.get("inputs"), list):
         outputs = value.get("outputs") or []
-        if len(outputs) != len(value["inputs"]):
+        if not isinstance(outputs, list) or len(outputs) != len(value["inputs"]):
             return None
-        return [
-            {"stdin": str(i), "stdout": str(o)}
-            for i, o in zip(value["inputs"], outputs, strict=True)
-        ]
+        return _pairs_as_tests(list(zip(value["inputs"], outputs, strict=True)), _fn_name(value))
     return None
 
 

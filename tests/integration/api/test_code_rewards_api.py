@@ -133,6 +133,33 @@ def test_function_call_and_assert_tests(server: Server) -> None:
     ]
 
 
+def test_dataset_rows_with_a_function_name_are_call_tests(server: Server) -> None:
+    """APPS/TACO (``input_output`` with ``fn_name``: the arguments as a list, the return value
+    wrapped in a list) and LiveCodeBench (functional test cases: JSON lines) rows, read from the
+    reference column as a trainer passes it; they were fed to the program as stdin before."""
+    from referee.client.grader_specs import fill_grader
+
+    apps = '{"inputs": [[1, 2], [[3, 4], 5]], "outputs": [[3], [[8, 9]]], "fn_name": "add"}'
+    livecodebench = [
+        {"input": "1\n2", "output": "3", "testtype": "functional", "func_name": "add"},
+        {"input": "[3, 4]\n5", "output": "[8, 9]", "testtype": "functional", "func_name": "add"},
+    ]
+    solution = fenced(
+        "def add(a, b):\n    return [x + b for x in a] if isinstance(a, list) else a + b\n"
+    )
+    wrong = fenced("def add(a, b):\n    return a\n")
+    items = []
+    for name, row in (("apps", apps), ("lcb", livecodebench)):
+        grader = fill_grader({"type": "code", "language": "python"}, row)
+        assert {t["fn_name"] for t in grader["tests"]} == {"add"}, grader
+        items += [
+            code_item(f"{name}-ok", solution, **grader),
+            code_item(f"{name}-no", wrong, **grader),
+        ]
+    out = score(server, items)
+    assert [r["score"] for r in out] == [1.0, 0.0, 1.0, 0.0], out
+
+
 def test_printing_the_expected_value_does_not_pass(server: Server) -> None:
     """A program that never defines the function but prints what the test expects (in every
     shape a driver might read) must not pass: the expected value never enters the sandbox."""

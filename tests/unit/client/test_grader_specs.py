@@ -88,3 +88,34 @@ def test_a_column_that_is_not_json_or_nests_too_deep_is_no_reference() -> None:
     assert grader_specs.tests_from_value('{"inputs": ["1"], "outputs": ["2"]}') == [
         {"stdin": "1", "stdout": "2"}
     ]
+
+
+def test_call_based_dataset_rows_become_call_tests() -> None:
+    """APPS/TACO's ``input_output`` with ``fn_name`` and LiveCodeBench's functional cases are
+    calls of the function (they were read as stdin/stdout tests); stdin rows stay stdin."""
+    apps = {"inputs": [[1, 2], [[3], 4]], "outputs": [[3], [[7]]], "fn_name": "add"}
+    assert grader_specs.tests_from_value(apps) == [
+        {"fn_name": "add", "args": [1, 2], "expected": 3},
+        {"fn_name": "add", "args": [[3], 4], "expected": [7]},
+    ]
+    packed = {"inputs": ["1\n2", "[1, 2]\n[3]"], "outputs": ["3", "[1, 2, 3]"], "func_name": "f"}
+    assert grader_specs.tests_from_value(packed) == [
+        {"fn_name": "f", "args": [1, 2], "expected": 3},
+        {"fn_name": "f", "args": [[1, 2], [3]], "expected": [1, 2, 3]},
+    ]
+    cases = [
+        {"input": "5\n", "output": "25\n", "testtype": "stdin"},
+        {"input": '"ab"', "output": '"ba"', "testtype": "functional", "func_name": "rev"},
+    ]
+    assert grader_specs.tests_from_value(cases) == [
+        {"stdin": "5\n", "stdout": "25\n"},
+        {"fn_name": "rev", "args": ["ab"], "expected": "ba"},
+    ]
+    lines = {"inputs": [["1 2", "3 4"]], "outputs": [["3", "7"]]}  # APPS stdin given as lines
+    assert grader_specs.tests_from_value(lines) == [{"stdin": "1 2\n3 4", "stdout": "3\n7"}]
+    for unreadable in (
+        [{"input": "[1]", "output": "1", "testtype": "functional"}],  # no function named
+        {"inputs": ["not json"], "outputs": ["1"], "fn_name": "f"},
+        {"inputs": [[1]], "outputs": "1", "fn_name": "f"},
+    ):
+        assert grader_specs.tests_from_value(unreadable) is None, unreadable
