@@ -137,7 +137,12 @@ def _call_test(fn_name: str, given: Any, expected: Any) -> dict[str, Any] | None
 
 
 def _fn_name(value: Mapping[str, Any]) -> str | None:
+    """``fn_name``, ``func_name``, or the ``func_name`` of a test's ``metadata`` (DeepCoder's
+    LiveCodeBench rows)."""
+    metadata = value.get("metadata")
     name = value.get("fn_name") or value.get("func_name")
+    if not name and isinstance(metadata, Mapping):
+        name = metadata.get("func_name")
     return name if isinstance(name, str) and name else None
 
 

@@ -106,10 +106,12 @@ def test_call_based_dataset_rows_become_call_tests() -> None:
     cases = [
         {"input": "5\n", "output": "25\n", "testtype": "stdin"},
         {"input": '"ab"', "output": '"ba"', "testtype": "functional", "func_name": "rev"},
+        {"input": "[2]", "output": "4", "testtype": "functional", "metadata": {"func_name": "sq"}},
     ]
     assert grader_specs.tests_from_value(cases) == [
         {"stdin": "5\n", "stdout": "25\n"},
         {"fn_name": "rev", "args": ["ab"], "expected": "ba"},
+        {"fn_name": "sq", "args": [[2]], "expected": 4},
     ]
     lines = {"inputs": [["1 2", "3 4"]], "outputs": [["3", "7"]]}  # APPS stdin given as lines
     assert grader_specs.tests_from_value(lines) == [{"stdin": "1 2\n3 4", "stdout": "3\n7"}]
