@@ -9,9 +9,18 @@ the design's example). Limits a caller asks for are capped by the server's
 
 from __future__ import annotations
 
+import re
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Discriminator,
+    Field,
+    Tag,
+    field_validator,
+    model_validator,
+)
 
 __all__ = [
     "AssertTestSpec",
@@ -84,12 +93,27 @@ class FunctionCallTestSpec(_Model):
     rel_tol: float | None = Field(None, ge=0)
 
 
+_CHECK_DEFINED = re.compile(r"^def check\(", re.MULTILINE)
+
+
 class AssertTestSpec(_Model):
     """Run ``test_code`` after the program (HumanEval style); passes when nothing raises. With
     ``entry_point``, ``check(<entry_point>)`` is called too. Python only."""
 
     test_code: str = Field(..., min_length=1, max_length=_IO_MAX)
     entry_point: str | None = Field(None, max_length=256, pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+    @model_validator(mode="after")
+    def _check_is_called(self) -> AssertTestSpec:
+        """A HumanEval test defines ``check(candidate)``; without ``entry_point`` nothing would
+        call it and every program would pass."""
+        if self.entry_point is None and _CHECK_DEFINED.search(self.test_code):
+            if self.test_code.count("check(") < 2:
+                raise ValueError(
+                    "test_code defines check() but nothing calls it: give entry_point (the "
+                    "function to test) so that check(<entry_point>) runs"
+                )
+        return self
 
 
 def _test_kind(value: Any) -> str:

@@ -171,6 +171,23 @@ def _livecodebench_tests(cases: list[dict[str, Any]]) -> list[dict[str, Any]] | 
     return tests
 
 
+def _assert_tests(value: Mapping[str, Any]) -> list[dict[str, Any]] | None:
+    """HumanEval's ``test`` (a ``check(candidate)``) with its ``entry_point``; MBPP's
+    ``test_list`` (assert statements, one test each, after its ``test_setup_code``)."""
+    if isinstance(value.get("test"), str) and value["test"].strip():
+        entry = value.get("entry_point")
+        test: dict[str, Any] = {"test_code": value["test"]}
+        if isinstance(entry, str) and entry:
+            test["entry_point"] = entry
+        return [test]  # no entry_point for a check(): the grader's validation says so
+    asserts = value.get("test_list")
+    if isinstance(asserts, list) and asserts and all(isinstance(a, str) for a in asserts):
+        setup = value.get("test_setup_code")
+        head = setup + "\n" if isinstance(setup, str) and setup.strip() else ""
+        return [{"test_code": head + a} for a in asserts]
+    return None
+
+
 def tests_from_value(value: Any) -> list[dict[str, Any]] | None:
     """Tests from a list of test objects, or JSON text of one of these:
 
@@ -179,11 +196,17 @@ def tests_from_value(value: Any) -> list[dict[str, Any]] | None:
       each pair is a call of that function (APPS: the arguments as a list, the return value
       wrapped in a list; LiveCodeBench: the arguments' JSON one per line);
     - LiveCodeBench's test cases, ``[{"input", "output", "testtype"}]``: ``stdin`` tests, or
-      ``functional`` ones with a ``fn_name``/``func_name`` beside them.
+      ``functional`` ones with a ``fn_name``/``func_name`` beside them;
+    - HumanEval's ``{"test", "entry_point"}``, MBPP's ``{"test_list", "test_setup_code"?}`` or a
+      list of assert statements: assert tests.
     """
     value = _json_value(value)
     if value is _UNREADABLE:
         return None
+    if isinstance(value, dict) and (asserts := _assert_tests(value)) is not None:
+        return asserts
+    if isinstance(value, list) and value and all(isinstance(t, str) for t in value):
+        return [{"test_code": t} for t in value]  # assert statements, one test each
     if isinstance(value, list) and all(isinstance(t, dict) for t in value):
         if value and all("input" in t and "output" in t and "stdin" not in t for t in value):
             return _livecodebench_tests(value)

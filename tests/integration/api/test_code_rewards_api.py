@@ -160,6 +160,38 @@ def test_dataset_rows_with_a_function_name_are_call_tests(server: Server) -> Non
     assert [r["score"] for r in out] == [1.0, 0.0, 1.0, 0.0], out
 
 
+def test_humaneval_and_mbpp_rows_are_assert_tests(server: Server) -> None:
+    """HumanEval's test/entry_point and MBPP's test_list rows from the reference column; a
+    HumanEval test without its entry_point is refused (nothing would call check())."""
+    from referee.client.grader_specs import fill_grader
+
+    humaneval = {
+        "test": "def check(candidate):\n    assert candidate(2) == 4\n    assert candidate(0) == 0",
+        "entry_point": "double",
+    }
+    mbpp = {
+        "test_list": ["assert double(2) == 4", "assert double(-1) == -2", "assert double(3) == 7"]
+    }
+    right, wrong = (
+        fenced("def double(x):\n    return 2 * x\n"),
+        fenced("def double(x):\n    return x\n"),
+    )
+    items = []
+    for name, row in (("humaneval", humaneval), ("mbpp", mbpp)):
+        grader = fill_grader({"type": "code", "language": "python"}, row)
+        items += [
+            code_item(f"{name}-ok", right, **grader),
+            code_item(f"{name}-no", wrong, **grader),
+        ]
+    out = score(server, items)
+    assert [r["score"] for r in out] == [1.0, 0.0, 2 / 3, 0.0], out
+    unchecked = fill_grader({"type": "code", "language": "python"}, {"test": humaneval["test"]})
+    r = httpx.post(
+        server.url + "/v1/rewards", json={"items": [code_item("x", right, **unchecked)]}, timeout=60
+    )
+    assert r.status_code == 422 and "nothing calls it" in r.text
+
+
 def test_printing_the_expected_value_does_not_pass(server: Server) -> None:
     """A program that never defines the function but prints what the test expects (in every
     shape a driver might read) must not pass: the expected value never enters the sandbox."""

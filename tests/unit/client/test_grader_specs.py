@@ -121,3 +121,35 @@ def test_call_based_dataset_rows_become_call_tests() -> None:
         {"inputs": [[1]], "outputs": "1", "fn_name": "f"},
     ):
         assert grader_specs.tests_from_value(unreadable) is None, unreadable
+
+
+def test_humaneval_and_mbpp_rows_become_assert_tests() -> None:
+    humaneval = {
+        "test": "def check(candidate):\n    assert candidate(1) == 2\n",
+        "entry_point": "inc",
+    }
+    assert grader_specs.tests_from_value(humaneval) == [
+        {"test_code": humaneval["test"], "entry_point": "inc"}
+    ]
+    mbpp = {"test_list": ["assert f(1) == 2", "assert f(2) == 3"], "test_setup_code": "import math"}
+    assert grader_specs.tests_from_value(mbpp) == [
+        {"test_code": "import math\nassert f(1) == 2"},
+        {"test_code": "import math\nassert f(2) == 3"},
+    ]
+    assert grader_specs.tests_from_value('["assert f(1) == 2"]') == [
+        {"test_code": "assert f(1) == 2"}
+    ]
+
+
+def test_a_check_function_nothing_calls_is_refused() -> None:
+    """HumanEval's test defines check(candidate): without entry_point nothing calls it, and
+    every program would pass."""
+    from pydantic import ValidationError
+
+    from referee.client.code_models import AssertTestSpec
+
+    check = "def check(candidate):\n    assert candidate(1) == 2\n"
+    with pytest.raises(ValidationError, match="nothing calls it"):
+        AssertTestSpec(test_code=check)
+    assert AssertTestSpec(test_code=check, entry_point="inc").entry_point == "inc"
+    AssertTestSpec(test_code=check + "check(inc)\n")  # called by the test itself
