@@ -19,6 +19,7 @@ __all__ = [
     "fill_grader",
     "fill_item",
     "instructions_from_value",
+    "pairs_as_tests",
     "parse_grader",
     "plain",
     "tests_from_value",
@@ -146,9 +147,11 @@ def _fn_name(value: Mapping[str, Any]) -> str | None:
     return name if isinstance(name, str) and name else None
 
 
-def _pairs_as_tests(
+def pairs_as_tests(
     pairs: list[tuple[Any, Any]], fn_name: str | None
 ) -> list[dict[str, Any]] | None:
+    """(input, output) pairs as stdin/stdout tests, or with ``fn_name`` as calls of it; None
+    when a call's input is not JSON."""
     if fn_name is None:
         return [{"stdin": _io_text(i), "stdout": _io_text(o)} for i, o in pairs]
     tests = [_call_test(fn_name, i, o) for i, o in pairs]
@@ -163,7 +166,7 @@ def _livecodebench_tests(cases: list[dict[str, Any]]) -> list[dict[str, Any]] | 
         found = (
             None
             if functional and fn_name is None
-            else _pairs_as_tests([(case["input"], case["output"])], fn_name)
+            else pairs_as_tests([(case["input"], case["output"])], fn_name)
         )
         if found is None:
             return None
@@ -215,7 +218,7 @@ def tests_from_value(value: Any) -> list[dict[str, Any]] | None:
         outputs = value.get("outputs") or []
         if not isinstance(outputs, list) or len(outputs) != len(value["inputs"]):
             return None
-        return _pairs_as_tests(list(zip(value["inputs"], outputs, strict=True)), _fn_name(value))
+        return pairs_as_tests(list(zip(value["inputs"], outputs, strict=True)), _fn_name(value))
     return None
 
 

@@ -21,6 +21,7 @@ from fastapi.responses import PlainTextResponse
 from starlette.convertors import StringConvertor, register_url_convertor
 
 from referee.client.errors import InvalidRequest, NotFound
+from referee.client.grader_specs import pairs_as_tests
 from referee.client.session_models import (
     CreateSessionRequest,
     SessionReward,
@@ -164,8 +165,6 @@ def _unpack(packed: Any) -> Any:
 
 
 def _unit_tests(spec: Any) -> list[dict[str, Any]]:
-    import json
-
     if isinstance(spec, dict) and "packed" in spec:
         unpacked = _unpack(spec["packed"])
         if not isinstance(unpacked, dict):
@@ -185,19 +184,12 @@ def _unit_tests(spec: Any) -> list[dict[str, Any]]:
             "verifier_metadata.unit_tests needs `inputs` and `outputs`: lists of strings of the "
             "same, non-zero length"
         )
-    if not fn_name:
-        return [{"stdin": i, "stdout": o} for i, o in zip(inputs, outputs, strict=True)]
-    tests: list[dict[str, Any]] = []
-    for n, (given, expected) in enumerate(zip(inputs, outputs, strict=True)):
-        try:
-            args = [json.loads(line) for line in given.split("\n") if line.strip()]
-            value = json.loads(expected)
-        except ValueError as e:
-            raise InvalidRequest(
-                f"verifier_metadata.unit_tests test {n}: a call test's input lines and output "
-                f"must be JSON ({e})"
-            ) from e
-        tests.append({"fn_name": fn_name, "args": args, "expected": value})
+    tests = pairs_as_tests(list(zip(inputs, outputs, strict=True)), fn_name or None)
+    if tests is None:
+        raise InvalidRequest(
+            "verifier_metadata.unit_tests: a call test's input lines must be JSON (one "
+            "argument a line)"
+        )
     return tests
 
 
