@@ -112,8 +112,21 @@ def _bfcl_string(s: str) -> str:
 
 
 def _possible(a: Any, b: Any) -> bool:
+    """``a`` equals the possible answer ``b`` as BFCL's checker compares them: strings
+    standardised, lists item by item, and a dict of possible values key by key (a key whose
+    values hold ``""`` may be missing)."""
     if isinstance(a, str) and isinstance(b, str):
         return _bfcl_string(a) == _bfcl_string(b)
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(_possible(x, y) for x, y in zip(a, b, strict=True))
+    if isinstance(a, Mapping) and isinstance(b, Mapping):
+        if b and all(isinstance(v, list) for v in b.values()):
+            if not a.keys() <= b.keys():
+                return False
+            return all(
+                values_equal(a[k], OneOf(tuple(v))) if k in a else "" in v for k, v in b.items()
+            )
+        return a.keys() == b.keys() and all(_possible(a[k], b[k]) for k in a)
     return values_equal(a, b)
 
 

@@ -259,6 +259,30 @@ def test_bfcl_possible_answers_as_the_reference(
     assert got == pytest.approx(partial)
 
 
+def test_bfcl_possible_answers_inside_lists_and_dicts() -> None:
+    """A list argument's possible value is compared item by item (strings as BFCL does), a dict
+    argument's key by key against each key's possible values ("" marks a key that may be left
+    out), as BFCL's checker does."""
+    reference = [
+        {
+            "name": "plan",
+            "allowed": {
+                "cities": [["Paris", "New York"]],
+                "where": [{"lat": [48.85], "unit": ["deg", ""]}],
+            },
+        }
+    ]
+    ok = '[plan(cities=["paris", "new york"], where={"lat": 48.85})]'
+    assert grade_tool_calls(ok, reference).score == 1.0
+    for wrong in (
+        '[plan(cities=["Paris"], where={"lat": 48.85})]',
+        '[plan(cities=["Paris", "New York"], where={"lat": 2.35})]',
+        '[plan(cities=["Paris", "New York"], where={"lat": 48.85, "alt": 35})]',
+        '[plan(cities=["Paris", "New York"], where={"unit": "deg"})]',
+    ):
+        assert grade_tool_calls(wrong, reference).score == 0.0, wrong
+
+
 def test_values_equal() -> None:
     assert values_equal({"a": [1, 2.0]}, {"a": [1.0, 2]})
     assert not values_equal([1, 2], [2, 1])
