@@ -20,6 +20,7 @@ Both routes must give the rewards ``/v1/rewards`` gives the same samples.
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import uuid
 from collections.abc import AsyncIterator, Iterator
@@ -102,18 +103,14 @@ async def generate(
     """``generate_responses`` for every prompt at once, as OpenRLHF's rollout does (``samples``:
     prompt -> its label and how many samples): the outputs, prompt by prompt."""
     params = SimpleNamespace(max_tokens=512, logprobs=None)
+    respond = functools.partial(
+        actor.generate_responses,
+        sampling_params=params,
+        max_length=max_length,
+        hf_tokenizer=tokenizer,
+    )
     groups = await asyncio.gather(
-        *(
-            actor.generate_responses(
-                prompt=p,
-                label=label,
-                sampling_params=params,
-                max_length=max_length,
-                hf_tokenizer=tokenizer,
-                num_samples=n,
-            )
-            for p, (label, n) in samples.items()
-        )
+        *(respond(prompt=p, label=label, num_samples=n) for p, (label, n) in samples.items())
     )
     return [o for group in groups for o in group]
 
