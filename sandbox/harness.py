@@ -178,35 +178,42 @@ def _run_stdio(
 
 def _run_driver(
     program: PreparedProgram | ProgramSession,
+    index: int,
     entry: str,
     request: dict[str, object],
     limits: Limits,
-) -> tuple[RunResult, str | None]:
-    """Run one of the python drivers (``entry``) on ``request``: the run, and what the driver
-    printed after its result marker. ``None`` when the run failed, or when the marker (keyed by a
-    fresh nonce, so the program cannot print it) never came: the program exited first."""
+    *,
+    ended: str,
+    assertions: bool = False,
+) -> TestResult | tuple[RunResult, str]:
+    """Run one of the python drivers (``entry``) on ``request`` as test ``index``: the run and
+    what the driver printed after its result marker, or the test's result when there is none.
+
+    A failed run is ``_fail`` (with ``assertions``, a runtime error from an ``AssertionError``
+    is a wrong answer). A run that ended well but without the marker (keyed by a fresh nonce,
+    so the program cannot print it: the program exited first, ``sys.exit``) is a runtime error
+    saying ``ended``."""
     nonce = make_nonce()
     run = program.run(request_line(nonce, request), limits, entry=entry)
     if run.status is not RunStatus.OK:
-        return run, None
+        if assertions and run.status is RunStatus.RUNTIME_ERROR and "AssertionError" in run.stderr:
+            return TestResult(index, TestOutcome.WRONG_ANSWER, run, None, "an assertion failed")
+        return _fail(index, run)
     found, _, after = parse_marked_result(run.stdout, nonce)
-    return run, after if found else None
-
-
-def _no_answer(index: int, run: RunResult, message: str) -> TestResult:
-    """A run that ended well but before its driver answered (``sys.exit`` in the program)."""
-    return TestResult(index, TestOutcome.RUNTIME_ERROR, run, None, message)
+    if not found:
+        return TestResult(index, TestOutcome.RUNTIME_ERROR, run, None, ended)
+    return run, after
 
 
 def _run_call(
     program: PreparedProgram | ProgramSession, index: int, test: FunctionCallTest, limits: Limits
 ) -> TestResult:
     request: dict[str, object] = {"fn_name": test.fn_name, "args": test.args}
-    run, after = _run_driver(program, CALL_DRIVER_NAME, request, limits)
-    if run.status is not RunStatus.OK:
-        return _fail(index, run)
-    if after is None:
-        return _no_answer(index, run, "the program ended before returning a value")
+    ended = "the program ended before returning a value"
+    answer = _run_driver(program, index, CALL_DRIVER_NAME, request, limits, ended=ended)
+    if isinstance(answer, TestResult):
+        return answer
+    run, after = answer
     try:
         value = json.loads(after)
     except ValueError:
@@ -222,14 +229,13 @@ def _run_assert(
     program: PreparedProgram | ProgramSession, index: int, test: AssertTest, limits: Limits
 ) -> TestResult:
     request: dict[str, object] = {"test_code": test.test_code, "entry_point": test.entry_point}
-    run, after = _run_driver(program, ASSERT_DRIVER_NAME, request, limits)
-    if run.status is not RunStatus.OK:
-        if run.status is RunStatus.RUNTIME_ERROR and "AssertionError" in run.stderr:
-            return TestResult(index, TestOutcome.WRONG_ANSWER, run, None, "an assertion failed")
-        return _fail(index, run)
-    if after is None:
-        return _no_answer(index, run, "the program exited before the tests completed")
-    return TestResult(index, TestOutcome.PASSED, run)
+    ended = "the program exited before the tests completed"
+    answer = _run_driver(
+        program, index, ASSERT_DRIVER_NAME, request, limits, ended=ended, assertions=True
+    )
+    if isinstance(answer, TestResult):
+        return answer
+    return TestResult(index, TestOutcome.PASSED, answer[0])
 
 
 def run_tests(
