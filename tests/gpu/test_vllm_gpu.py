@@ -19,14 +19,7 @@ from typing import Any
 import pytest
 
 from referee.genrm.backend import SamplingParams, StructuredOutput
-from referee.genrm.judges import (
-    VERDICT_REGEX,
-    Criterion,
-    JudgeItem,
-    judge_pairwise,
-    judge_pointwise,
-    judge_rubric,
-)
+from referee.genrm.judges import VERDICT_REGEX, JudgeItem
 from referee.genrm.local_model import write_local_model
 
 pytestmark = pytest.mark.gpu
@@ -157,6 +150,8 @@ def test_concurrent_calls_share_engine_batches(vllm_backend: Any) -> None:
 
 
 def test_judges_on_vllm(vllm_backend: Any) -> None:
+    from referee.genrm.judges import Criterion, judge_pairwise, judge_pointwise, judge_rubric
+
     probs = run(judge_pointwise(vllm_backend, ITEMS, label_probs=True))
     for r in probs:
         assert r.outcome == "judged" and r.score is not None and 0.0 < r.score < 1.0
