@@ -105,6 +105,12 @@ def _fixed(name: str) -> Callable[[str], str]:
     return lambda _source: name
 
 
+def _real_tool(name: str) -> str | None:
+    """The real file (symlinks resolved) of the program ``name`` on PATH, or None."""
+    path = shutil.which(name)
+    return None if path is None else os.path.realpath(path)
+
+
 def _outside_usr(path: str) -> tuple[str, ...]:
     return () if path.startswith(("/usr/", "/bin/", "/lib")) else (path,)
 
@@ -173,10 +179,9 @@ def _java_class(source: str) -> str:
 
 
 def _java() -> Language | None:
-    javac, java = shutil.which("javac"), shutil.which("java")
-    if javac is None or java is None:
+    javac_real, java_real = _real_tool("javac"), _real_tool("java")
+    if javac_real is None or java_real is None:
         return None
-    javac_real, java_real = os.path.realpath(javac), os.path.realpath(java)
 
     def run(src: str, limits: Limits) -> tuple[str, ...]:
         heap = max(32, int(limits.memory_mb * 0.75))
@@ -212,10 +217,9 @@ def _java() -> Language | None:
 
 
 def _javascript() -> Language | None:
-    node = shutil.which("node")
-    if node is None:
+    node_real = _real_tool("node")
+    if node_real is None:
         return None
-    node_real = os.path.realpath(node)
     return Language(
         name="javascript",
         source_name=_fixed("main.js"),
@@ -230,10 +234,9 @@ def _javascript() -> Language | None:
 
 
 def _go() -> Language | None:
-    go = shutil.which("go")
-    if go is None:
+    go_real = _real_tool("go")
+    if go_real is None:
         return None
-    go_real = os.path.realpath(go)
     goroot = os.path.dirname(os.path.dirname(go_real))
     return Language(
         name="go",
