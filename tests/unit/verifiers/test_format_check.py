@@ -6,64 +6,69 @@ import pytest
 
 from referee.verifiers.format_check import REGEX_MAX_CHARS, check_format
 
-# (response, pattern, expected reason; None means the format is right)
-CASES: list[tuple[str, str, str | None]] = [
-    # think_answer (DeepSeek-R1)
-    ("<think>\n2+2 is 4\n</think>\n<answer>\n4\n</answer>", "think_answer", None),
-    ("  <think>x</think><answer>4</answer>\n\n", "think_answer", None),
-    ("<think></think>\n<answer>4</answer>", "think_answer", None),
-    ("<answer>4</answer>", "think_answer", "no <think> opening tag"),
-    ("<think>2+2 is 4\n<answer>4</answer>", "think_answer", "no </think> closing tag"),
-    ("Sure! <think>x</think><answer>4</answer>", "think_answer", "text before <think>"),
-    ("<think>a</think><think>b</think><answer>4</answer>", "think_answer", "2 <think> blocks"),
-    ("<think>x</think>\n<answer>4</answer><answer>5</answer>", "think_answer", "2 <answer> blocks"),
-    (
-        "<think>x</think>\nSo: <answer>4</answer>",
-        "think_answer",
-        "text between </think> and <answer>",
-    ),
-    (
-        "<think>x</think>\n<answer>4</answer>\nHope this helps!",
-        "think_answer",
-        "text after </answer>",
-    ),
-    ("<think>x</think>\n<answer>  \n</answer>", "think_answer", "empty <answer> block"),
-    ("<think>x</think>\n4", "think_answer", "no <answer> opening tag"),
-    ("<think>x</think>\n<answer>4", "think_answer", "no </answer> closing tag"),
-    ("<think>x <answer>4</answer></think>", "think_answer", "<answer> inside the think block"),
-    ("</think>x<think>y", "think_answer", "</think> before <think>"),
-    ("<THINK>x</THINK><ANSWER>4</ANSWER>", "think_answer", "no <think> opening tag"),
-    # answer_tag
-    ("The result is <answer>42</answer>.", "answer_tag", None),
-    ("<answer>42", "answer_tag", "no </answer> closing tag"),
-    ("<answer></answer>", "answer_tag", "empty <answer> block"),
-    ("<answer>1</answer> or <answer>2</answer>", "answer_tag", "2 <answer> blocks"),
-    ("42", "answer_tag", "no <answer> opening tag"),
-    # boxed
-    (r"So $\boxed{\frac{1}{2}}$.", "boxed", None),
-    (r"\boxed {x^{2}}", "boxed", None),
-    (r"\boxed{} then \boxed{7}", "boxed", None),
-    (r"\boxed{}", "boxed", r"empty \boxed{}"),
-    (r"\boxed{ }", "boxed", r"empty \boxed{}"),
-    (r"\boxed{\frac{1}{2}", "boxed", r"unclosed \boxed{"),
-    ("The answer is 7.", "boxed", r"no \boxed{...}"),
-    (r"\boxedx{7}", "boxed", r"no \boxed{...}"),
-    (r"\boxed{\}}", "boxed", None),
-    # think
-    ("<think>Let me see.</think>The answer is 4.", "think", None),
-    ("<think>   </think>The answer is 4.", "think", "empty think block"),
-    ("<think>Let me see.</think>\n  ", "think", "no text after </think>"),
-    ("Let me see.</think>4", "think", "no <think> opening tag"),
-    ("<think>Let me see. 4", "think", "no </think> closing tag"),
+# pattern -> (response, the reason its format is wrong; None when it is right)
+CASES: dict[str, list[tuple[str, str | None]]] = {
+    "think_answer": [  # DeepSeek-R1
+        ("<think>\n2+2 is 4\n</think>\n<answer>\n4\n</answer>", None),
+        ("  <think>x</think><answer>4</answer>\n\n", None),
+        ("<think></think>\n<answer>4</answer>", None),
+        ("<answer>4</answer>", "no <think> opening tag"),
+        ("<think>2+2 is 4\n<answer>4</answer>", "no </think> closing tag"),
+        ("Sure! <think>x</think><answer>4</answer>", "text before <think>"),
+        ("<think>a</think><think>b</think><answer>4</answer>", "2 <think> blocks"),
+        ("<think>x</think>\n<answer>4</answer><answer>5</answer>", "2 <answer> blocks"),
+        ("<think>x</think>\nSo: <answer>4</answer>", "text between </think> and <answer>"),
+        ("<think>x</think>\n<answer>4</answer>\nHope this helps!", "text after </answer>"),
+        ("<think>x</think>\n<answer>  \n</answer>", "empty <answer> block"),
+        ("<think>x</think>\n4", "no <answer> opening tag"),
+        ("<think>x</think>\n<answer>4", "no </answer> closing tag"),
+        ("<think>x <answer>4</answer></think>", "<answer> inside the think block"),
+        ("</think>x<think>y", "</think> before <think>"),
+        ("<THINK>x</THINK><ANSWER>4</ANSWER>", "no <think> opening tag"),
+    ],
+    "answer_tag": [
+        ("The result is <answer>42</answer>.", None),
+        ("<answer>42", "no </answer> closing tag"),
+        ("<answer></answer>", "empty <answer> block"),
+        ("<answer>1</answer> or <answer>2</answer>", "2 <answer> blocks"),
+        ("42", "no <answer> opening tag"),
+    ],
+    "boxed": [
+        (r"So $\boxed{\frac{1}{2}}$.", None),
+        (r"\boxed {x^{2}}", None),
+        (r"\boxed{} then \boxed{7}", None),
+        (r"\boxed{}", r"empty \boxed{}"),
+        (r"\boxed{ }", r"empty \boxed{}"),
+        (r"\boxed{\frac{1}{2}", r"unclosed \boxed{"),
+        ("The answer is 7.", r"no \boxed{...}"),
+        (r"\boxedx{7}", r"no \boxed{...}"),
+        (r"\boxed{\}}", None),
+    ],
+    "think": [
+        ("<think>Let me see.</think>The answer is 4.", None),
+        ("<think>   </think>The answer is 4.", "empty think block"),
+        ("<think>Let me see.</think>\n  ", "no text after </think>"),
+        ("Let me see.</think>4", "no <think> opening tag"),
+        ("<think>Let me see. 4", "no </think> closing tag"),
+    ],
     # custom regexes
-    ("Answer: 42", r"regex:Answer: \d+", None),
-    ("Answer: 42\n", r"regex:Answer: \d+", "response does not match the regex"),
-    ("line1\nAnswer: 42", r"regex:.*Answer: \d+", None),
-    ("ANSWER: 42", r"regex:(?i)answer: \d+", None),
-]
+    r"regex:Answer: \d+": [
+        ("Answer: 42", None),
+        ("Answer: 42\n", "response does not match the regex"),
+    ],
+    r"regex:.*Answer: \d+": [
+        ("line1\nAnswer: 42", None),
+    ],
+    r"regex:(?i)answer: \d+": [
+        ("ANSWER: 42", None),
+    ],
+}
 
 
-@pytest.mark.parametrize(("response", "pattern", "reason"), CASES)
+@pytest.mark.parametrize(
+    ("response", "pattern", "reason"),
+    [(response, pattern, reason) for pattern, rows in CASES.items() for response, reason in rows],
+)
 def test_check_format(response: str, pattern: str, reason: str | None) -> None:
     result = check_format(response, pattern)
     assert result.reason == reason
