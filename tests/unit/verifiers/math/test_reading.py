@@ -103,21 +103,22 @@ def test_special_tokens(raw: str, clean: str) -> None:
     assert strip_special_tokens(raw) == clean
 
 
-@pytest.mark.parametrize(
-    ("reference", "answer", "how"),
-    [
-        ("\\frac{1}{2}", "\\frac{1}{2}", "whole"),
-        ("$\\frac{1}{2}$", "$\\frac{1}{2}$", "whole"),
-        ("so $x = \\boxed{2}$.", "2", "boxed"),
-        ("$\\boxed{1}\\boxed{2}$", "1, 2", "boxes"),
-        ("\\boxed{1} no no no no no \\boxed{2}", "2", "boxed"),
-        ("\\boxed{W(n) = 1", "W(n) = 1", "boxed"),
-        ("answer is 0.6666667", "0.6666667", "final_answer"),
-        ("It sells 9 eggs.\n#### 18", "18", "gsm8k"),
-    ],
-)
-def test_read_reference(reference: str, answer: str, how: str) -> None:
-    assert read_reference(reference) == (answer, how)
+# a reference -> the answer read from it and how it was found
+REFERENCES = {
+    "\\frac{1}{2}": ("\\frac{1}{2}", "whole"),
+    "$\\frac{1}{2}$": ("$\\frac{1}{2}$", "whole"),
+    "so $x = \\boxed{2}$.": ("2", "boxed"),
+    "$\\boxed{1}\\boxed{2}$": ("1, 2", "boxes"),
+    "\\boxed{1} no no no no no \\boxed{2}": ("2", "boxed"),
+    "\\boxed{W(n) = 1": ("W(n) = 1", "boxed"),
+    "answer is 0.6666667": ("0.6666667", "final_answer"),
+    "It sells 9 eggs.\n#### 18": ("18", "gsm8k"),
+}
+
+
+@pytest.mark.parametrize("reference", REFERENCES)
+def test_read_reference(reference: str) -> None:
+    assert read_reference(reference) == REFERENCES[reference]
 
 
 def test_the_reference_used_is_shown_and_an_unreadable_one_is_bad_reference() -> None:
