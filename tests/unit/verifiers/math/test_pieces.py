@@ -134,13 +134,16 @@ def test_parse_public_api() -> None:
         ("\\boxed{686597/10100}", "67.97", 0.0),
         ("\\boxed{686597/10100}", "67.980", 1.0),
         ("\\boxed{0.66667}", "\\frac{2}{3}", 1.0),
-        ("\\boxed{0.66666}", "\\frac{2}{3}", 1.0),  # truncated by the model: accepted
+        # truncated by the model: accepted
+        ("\\boxed{0.66666}", "\\frac{2}{3}", 1.0),
         ("\\boxed{0.66668}", "\\frac{2}{3}", 0.0),
-        ("\\boxed{0.6667}", "\\frac{2}{3}", 0.0),  # 4 significant digits are too few
+        # 4 significant digits are too few
+        ("\\boxed{0.6667}", "\\frac{2}{3}", 0.0),
         ("\\boxed{-1.41421}", "-\\sqrt{2}", 1.0),
         ("\\boxed{-1.41423}", "-\\sqrt{2}", 0.0),
         ("\\boxed{\\pi}", "3.1416", 1.0),
-        ("\\boxed{\\pi}", "3.1415", 0.0),  # a reference must be a rounding, not a truncation
+        # a reference must be a rounding, not a truncation
+        ("\\boxed{\\pi}", "3.1415", 0.0),
         ("\\boxed{\\langle 4,5,-1\\rangle}", "(4, 5, -1)", 1.0),
         ("\\boxed{x=-2 \\text{ or } x=3}", "-2, 3", 1.0),
         ("\\boxed{x=-2 \\text{ or } x=3}", "3", 0.0),
