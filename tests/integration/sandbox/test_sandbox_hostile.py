@@ -49,8 +49,7 @@ def test_double_forked_daemon_does_not_survive(backend: BwrapBackend, tmp_path: 
         "print('parent done')\n"
     )
     started = time.monotonic()
-    result = py_ok(backend, source)
-    assert result.stdout == "parent done\n"
+    py_ok(backend, source, stdout="parent done\n")
     assert time.monotonic() - started < 4  # the run did not wait for the daemon
     # no_leftovers then checks that no `referee-leak-canary` process is alive
 
@@ -130,18 +129,18 @@ def test_disk_filling_is_bounded(backend: BwrapBackend) -> None:
 
 
 def test_tmp_and_shm_do_not_leak_between_runs(backend: BwrapBackend) -> None:
-    write = py(
+    py_ok(
         backend,
         "for p in ('/tmp/leak', '/dev/shm/leak', '/work/leak'):\n"
         "    open(p, 'w').write('secret')\nprint('written')",
+        stdout="written\n",
     )
-    assert write.stdout == "written\n"
-    read = py_ok(
+    py_ok(
         backend,
         "import os\nprint([p for p in ('/tmp/leak', '/dev/shm/leak',"
         " '/work/leak') if os.path.exists(p)])",
+        stdout="[]\n",
     )
-    assert read.stdout == "[]\n"
 
 
 def test_seccomp_blocks_ptrace_mount_unshare_keyring_clock(backend: BwrapBackend) -> None:
