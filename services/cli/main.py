@@ -194,6 +194,7 @@ def _run_locally(
     code: str, language: str, stdin: str, time_limit: float | None, memory_mb: int | None
 ) -> Any:
     from referee.client.models import ExecutionResult, RunLimits, SandboxRunResponse
+    from referee.services.execution.program import Program
     from referee.services.execution.slots import SandboxExecutor
     from referee.services.execution.wire import run_result_dict
     from referee.services.settings import Settings
@@ -204,7 +205,7 @@ def _run_locally(
         runner = executor.require_runner()
         limits = executor.limits(RunLimits(time_s=time_limit, memory_mb=memory_mb))
         start = time.perf_counter()
-        compiled, run = runner.run_once(code, language, stdin, limits, executor.compile_limits())
+        compiled, run = runner.run_once(Program(code, language, limits), stdin)
     finally:
         executor.close()
     return SandboxRunResponse(

@@ -17,7 +17,6 @@ from referee.sandbox import (
     Comparison,
     FunctionCallTest,
     LanguageUnavailable,
-    Limits,
     SandboxBackend,
     StdioTest,
     TestCase,
@@ -25,6 +24,7 @@ from referee.sandbox import (
     extract_code,
     run_tests,
 )
+from referee.services.execution.program import ProgramLimits
 from referee.services.execution.wire import limits_dict, run_result_dict
 
 __all__ = ["RUN_OVERHEAD_S", "code_deadline_s", "grade_code", "no_score"]
@@ -33,10 +33,10 @@ RUN_OVERHEAD_S = 1.0  # sandbox set-up and tear-down per run, generously
 _EXCERPT = 500
 
 
-def code_deadline_s(grader: dict[str, Any], limits: Limits, compile_limits: Limits) -> float:
+def code_deadline_s(grader: dict[str, Any], limits: ProgramLimits) -> float:
     """How long one code grader may take: its compile step and every test, with overhead."""
-    per_test = limits.wall_time_s + RUN_OVERHEAD_S
-    return compile_limits.wall_time_s + RUN_OVERHEAD_S + per_test * len(grader["tests"])
+    per_test = limits.run.wall_time_s + RUN_OVERHEAD_S
+    return limits.compile.wall_time_s + RUN_OVERHEAD_S + per_test * len(grader["tests"])
 
 
 def _tests(grader: dict[str, Any]) -> list[TestCase]:
@@ -78,11 +78,7 @@ def no_score(outcome: str, reason: str, **extra: Any) -> tuple[float, dict[str, 
 
 
 def grade_code(
-    grader: dict[str, Any],
-    response: str,
-    backend: SandboxBackend,
-    limits: Limits,
-    compile_limits: Limits,
+    grader: dict[str, Any], response: str, backend: SandboxBackend, limits: ProgramLimits
 ) -> tuple[float, dict[str, Any]]:
     """Score one response with one ``code`` grader here (blocking; runs in a sandbox thread):
     compile once, run every test, each in a fresh sandbox."""
@@ -96,11 +92,11 @@ def grade_code(
             program,
             language,
             _tests(grader),
-            limits,
+            limits.run,
             backend=backend,
             stop_on_first_failure=grader.get("stop_at_first_failure", False),
-            compile_limits=compile_limits,
-            deadline_s=code_deadline_s(grader, limits, compile_limits),
+            compile_limits=limits.compile,
+            deadline_s=code_deadline_s(grader, limits),
         )
     except LanguageUnavailable as exc:
         return no_score("language_unavailable", str(exc), language=language)
@@ -115,7 +111,7 @@ def grade_code(
         "total": result.total,
         "pass_rate": result.pass_fraction,
         "reward": mode,
-        "limits": limits_dict(limits),
+        "limits": limits_dict(limits.run),
         "tests": [_test_detail(t) for t in result.tests],
     }
     if result.compile is not None:

@@ -50,8 +50,10 @@ from referee.client.models import (
     SandboxLanguages,
     SandboxRunResponse,
 )
-from referee.sandbox import Limits, RunResult
+from referee.sandbox import RunResult
 from referee.sandbox.languages import normalize_language
+from referee.services.execution.program import Program, ProgramLimits
+from referee.services.execution.program_tests import code_deadline_s
 from referee.services.execution.wire import limits_dict, to_run_result
 from referee.services.settings import Settings
 
@@ -129,19 +131,18 @@ class RemoteSandbox:
         """The canonical name; the node checks the language is installed (a 422 if not)."""
         return normalize_language(language)
 
-    def run_once(
-        self, code: str, language: str, stdin: str, limits: Limits, compile_limits: Limits
-    ) -> tuple[RunResult | None, RunResult]:
+    def run_once(self, program: Program, stdin: str) -> tuple[RunResult | None, RunResult]:
         """Compile (if needed) and run once on a node: ``(compile_result, run_result)``, as
         :class:`~referee.services.execution.runners.LocalRunner` answers here."""
+        limits = program.limits
         body = {
-            "code": code,
-            "language": language,
+            "code": program.code,
+            "language": program.language,
             "stdin": stdin,
-            "limits": limits_dict(limits),
-            "compile_time_s": compile_limits.wall_time_s,
+            "limits": limits_dict(limits.run),
+            "compile_time_s": limits.compile.wall_time_s,
         }
-        deadline = compile_limits.wall_time_s + limits.wall_time_s + _SLACK_S
+        deadline = limits.compile.wall_time_s + limits.run.wall_time_s + _SLACK_S
         answer = SandboxRunResponse.model_validate(
             self._call("POST", "/v1/sandbox/run", body, deadline)
         )
@@ -151,37 +152,25 @@ class RemoteSandbox:
         return compiled, to_run_result(answer)
 
     def run_each(
-        self,
-        code: str,
-        language: str,
-        stdins: Sequence[str],
-        limits: Limits,
-        compile_limits: Limits,
-        preload: Sequence[str] = (),
+        self, program: Program, stdins: Sequence[str], preload: Sequence[str] = ()
     ) -> list[RunResult]:
         """One run per input, each a ``/v1/sandbox/run`` of its own (any node may take it;
         ``preload`` is the node's concern: each run there is a sandbox of its own)."""
-        return [self.run_once(code, language, x, limits, compile_limits)[1] for x in stdins]
+        return [self.run_once(program, x)[1] for x in stdins]
 
     def grade_code(
-        self,
-        grader: dict[str, Any],
-        response: str,
-        limits: Limits,
-        compile_limits: Limits,
-        deadline_s: float,
+        self, grader: dict[str, Any], response: str, limits: ProgramLimits
     ) -> tuple[float, dict[str, Any]]:
-        """Score one response with one ``code`` grader on a node (compile once, every test)."""
+        """Score one response with one ``code`` grader on a node (compile once, every test);
+        the node's deadline is :func:`code_deadline_s`, waiting for its slot on top."""
         body = {
-            "grader": {
-                **grader,
-                "limits": limits_dict(limits),
-            },
+            "grader": {**grader, "limits": limits_dict(limits.run)},
             "response": response,
-            "compile_time_s": compile_limits.wall_time_s,
+            "compile_time_s": limits.compile.wall_time_s,
         }
+        deadline = code_deadline_s(grader, limits) + self.wait_s + _SLACK_S
         answer = CodeGradeResponse.model_validate(
-            self._call("POST", "/v1/sandbox/grade", body, deadline_s + self.wait_s + _SLACK_S)
+            self._call("POST", "/v1/sandbox/grade", body, deadline)
         )
         return answer.score, answer.details
 

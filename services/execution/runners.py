@@ -18,13 +18,14 @@ from referee.client.errors import InvalidRequest
 from referee.client.models import LanguageInfo, SandboxLanguages
 from referee.sandbox import (
     LanguageUnavailable,
-    Limits,
+    PreparedProgram,
     RunResult,
     SandboxBackend,
     available_languages,
     get_language,
     prepare,
 )
+from referee.services.execution.program import Program, ProgramLimits
 from referee.services.execution.program_tests import grade_code
 
 __all__ = ["CodeRunner", "LocalRunner"]
@@ -41,21 +42,13 @@ class CodeRunner(Protocol):
 
     def languages(self, slots: int) -> SandboxLanguages: ...
 
-    def run_once(
-        self, code: str, language: str, stdin: str, limits: Limits, compile_limits: Limits
-    ) -> tuple[RunResult | None, RunResult]:
+    def run_once(self, program: Program, stdin: str) -> tuple[RunResult | None, RunResult]:
         """Compile (if needed) and run once: ``(compile_result, run_result)``; a failed compile
         is both (the run did not happen)."""
         ...
 
     def run_each(
-        self,
-        code: str,
-        language: str,
-        stdins: Sequence[str],
-        limits: Limits,
-        compile_limits: Limits,
-        preload: Sequence[str] = (),
+        self, program: Program, stdins: Sequence[str], preload: Sequence[str] = ()
     ) -> list[RunResult]:
         """One program run once per input, in order (``preload``: standard modules a Python
         program of referee's own imports on every run, imported once where runs share a
@@ -63,12 +56,7 @@ class CodeRunner(Protocol):
         ...
 
     def grade_code(
-        self,
-        grader: dict[str, Any],
-        response: str,
-        limits: Limits,
-        compile_limits: Limits,
-        deadline_s: float,
+        self, grader: dict[str, Any], response: str, limits: ProgramLimits
     ) -> tuple[float, dict[str, Any]]:
         """A ``code`` grader's score and details for one response."""
         ...
@@ -99,41 +87,30 @@ class LocalRunner:
             slots=slots,
         )
 
-    def run_once(
-        self, code: str, language: str, stdin: str, limits: Limits, compile_limits: Limits
-    ) -> tuple[RunResult | None, RunResult]:
-        with prepare(code, language, self.backend, compile_limits=compile_limits) as program:
-            if not program.ready:
-                assert program.compile_result is not None
-                return program.compile_result, program.compile_result
-            return program.compile_result, program.run(stdin, limits)
+    def run_once(self, program: Program, stdin: str) -> tuple[RunResult | None, RunResult]:
+        with self._prepare(program) as prepared:
+            if not prepared.ready:
+                assert prepared.compile_result is not None
+                return prepared.compile_result, prepared.compile_result
+            return prepared.compile_result, prepared.run(stdin, program.limits.run)
 
     def run_each(
-        self,
-        code: str,
-        language: str,
-        stdins: Sequence[str],
-        limits: Limits,
-        compile_limits: Limits,
-        preload: Sequence[str] = (),
+        self, program: Program, stdins: Sequence[str], preload: Sequence[str] = ()
     ) -> list[RunResult]:
         """Prepared once; each input in a process of its own, inside one sandbox where the
         backend can (``ProgramSession``, which imports ``preload`` once there)."""
-        with (
-            prepare(code, language, self.backend, compile_limits=compile_limits) as program,
-            program.session(preload) as session,
-        ):
-            return [session.run(stdin, limits) for stdin in stdins]
+        with self._prepare(program) as prepared, prepared.session(preload) as session:
+            return [session.run(stdin, program.limits.run) for stdin in stdins]
 
     def grade_code(
-        self,
-        grader: dict[str, Any],
-        response: str,
-        limits: Limits,
-        compile_limits: Limits,
-        deadline_s: float,
+        self, grader: dict[str, Any], response: str, limits: ProgramLimits
     ) -> tuple[float, dict[str, Any]]:
-        return grade_code(grader, response, self.backend, limits, compile_limits)
+        return grade_code(grader, response, self.backend, limits)
+
+    def _prepare(self, program: Program) -> PreparedProgram:
+        """The program compiled (if its language needs it) in this backend."""
+        compile_limits = program.limits.compile
+        return prepare(program.code, program.language, self.backend, compile_limits=compile_limits)
 
     def close(self) -> None:
         """The backend outlives the runner (it holds nothing per server)."""

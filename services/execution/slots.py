@@ -52,6 +52,7 @@ from referee.sandbox import (
     select_backend,
 )
 from referee.sandbox.languages import COMPILE_LIMITS
+from referee.services.execution.program import ProgramLimits
 from referee.services.execution.runners import CodeRunner, LocalRunner
 from referee.services.settings import Settings
 from referee.verifiers.check_lanes import current_lane
@@ -141,24 +142,25 @@ class SandboxExecutor:
         return self._in_flight
 
     # -- limits -------------------------------------------------------------------------------
-    def limits(self, asked: RunLimits | None) -> Limits:
-        """The run limits for what a caller asked, capped by the server's maxima."""
+    def limits(self, asked: RunLimits | None, compile_time_s: float | None = None) -> ProgramLimits:
+        """A program's limits for what a caller asked (its runs', its compile step's time),
+        capped by the server's maxima."""
         s = self.settings
         time_s = asked.time_s if asked and asked.time_s else s.sandbox_time_s
         memory = asked.memory_mb if asked and asked.memory_mb else s.sandbox_memory_mb
-        return Limits(
+        run = Limits(
             wall_time_s=min(time_s, s.sandbox_max_time_s),
             memory_mb=min(memory, s.sandbox_max_memory_mb),
             output_bytes=s.sandbox_output_bytes,
         )
-
-    def compile_limits(self, time_s: float | None = None) -> Limits:
-        most = self.settings.sandbox_compile_time_s
-        return COMPILE_LIMITS.with_(wall_time_s=min(time_s or most, most))
+        most = s.sandbox_compile_time_s
+        compile_limits = COMPILE_LIMITS.with_(wall_time_s=min(compile_time_s or most, most))
+        return ProgramLimits(run=run, compile=compile_limits)
 
     @staticmethod
-    def applied(limits: Limits) -> RunLimits:
-        return RunLimits(time_s=limits.wall_time_s, memory_mb=limits.memory_mb)
+    def applied(limits: ProgramLimits) -> RunLimits:
+        """The run limits a response reports."""
+        return RunLimits(time_s=limits.run.wall_time_s, memory_mb=limits.run.memory_mb)
 
     # -- running ------------------------------------------------------------------------------
     def _release(self) -> None:

@@ -21,7 +21,7 @@ from referee.client.models import (
     SandboxRunRequest,
     SandboxRunResponse,
 )
-from referee.services.execution.program_tests import code_deadline_s
+from referee.services.execution.program import Program
 from referee.services.execution.slots import SandboxExecutor
 from referee.services.execution.wire import run_result_dict
 from referee.services.openapi_doc import api_key_router
@@ -66,16 +66,9 @@ async def sandbox_run(body: SandboxRunRequest, request: Request) -> SandboxRunRe
     executor: SandboxExecutor = request.app.state.sandbox
     runner = executor.require_runner()
     language = runner.check_language(body.language)
-    limits = executor.limits(body.limits)
-    compile_limits = executor.compile_limits(body.compile_time_s)
+    limits = executor.limits(body.limits, body.compile_time_s)
     compiled, run = await executor.run_single(
-        runner.run_once,
-        body.code,
-        language,
-        body.stdin,
-        limits,
-        compile_limits,
-        gone=hang_up(request),
+        runner.run_once, Program(body.code, language, limits), body.stdin, gone=hang_up(request)
     )
     body_bytes = executor.settings.sandbox_output_bytes
     shown = run_result_dict(run, body_bytes)
@@ -100,12 +93,8 @@ async def sandbox_grade(body: CodeGradeRequest, request: Request) -> CodeGradeRe
     executor: SandboxExecutor = request.app.state.sandbox
     runner = executor.require_runner()
     grader = body.grader.model_dump()
-    limits = executor.limits(body.grader.limits)
-    compile_limits = executor.compile_limits(body.compile_time_s)
-    deadline = code_deadline_s(grader, limits, compile_limits)
-    score, details = await executor.run_queued(
-        runner.grade_code, grader, body.response, limits, compile_limits, deadline
-    )
+    limits = executor.limits(body.grader.limits, body.compile_time_s)
+    score, details = await executor.run_queued(runner.grade_code, grader, body.response, limits)
     return CodeGradeResponse(
         score=score, details=details, elapsed_ms=(time.perf_counter() - start) * 1000
     )

@@ -23,6 +23,7 @@ from referee.client.models import (
     RunLimits,
 )
 from referee.sandbox import RunStatus
+from referee.services.execution.program import Program
 from referee.services.execution.slots import SandboxExecutor
 from referee.services.execution.wire import to_run_code_result
 from referee.services.openapi_doc import problem_responses
@@ -63,15 +64,13 @@ async def run_code(body: RunCodeRequest, request: Request) -> RunCodeResponse:
     if any(body.files.values()):
         return RunCodeResponse(status="SandboxError", message="`files` are not supported")
     memory = body.memory_limit_MB if body.memory_limit_MB > 0 else None
-    limits = executor.limits(RunLimits(time_s=body.run_timeout, memory_mb=memory))
+    asked = RunLimits(time_s=body.run_timeout, memory_mb=memory)
+    limits = executor.limits(asked, body.compile_timeout)
     try:
         compiled, run = await executor.run_single(
             runner.run_once,
-            body.code,
-            language,
+            Program(body.code, language, limits),
             body.stdin or "",
-            limits,
-            executor.compile_limits(body.compile_timeout),
             gone=hang_up(request),
         )
     except InvalidRequest as exc:  # a remote backend's node does not know the language

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from referee.client.models import RunLimits
-from referee.services.execution.program_tests import code_deadline_s, no_score
+from referee.services.execution.program_tests import no_score
 from referee.services.execution.slots import SandboxExecutor
 from referee.verifiers.tree import amap_leaves, iter_leaves
 
@@ -53,15 +53,8 @@ async def _resolve_leaf(
     if grader["type"] == "code":
         runner = executor.require_runner()
         limits = executor.limits(_asked(grader))
-        compile_limits = executor.compile_limits()
         score, details = await executor.run_queued(
-            runner.grade_code,
-            grader,
-            response,
-            limits,
-            compile_limits,
-            code_deadline_s(grader, limits, compile_limits),
-            if_dropped=_not_run,
+            runner.grade_code, grader, response, limits, if_dropped=_not_run
         )
         return {"type": "precomputed", "of": "code", "score": score, "details": details}
     if grader["type"] == "python":
@@ -71,7 +64,7 @@ async def _resolve_leaf(
         asked = RunLimits(time_s=grader.get("timeout_s", 10.0), memory_mb=grader.get("memory_mb"))
         limits = executor.limits(asked)  # capped by the server's REFEREE_SANDBOX_MAX_*
         verdict: tuple[float | None, dict[str, Any]] = await executor.run_queued(
-            grade_python, grader, response, runner, limits, executor.compile_limits()
+            grade_python, grader, response, runner, limits
         )
         return {"type": "precomputed", "of": "python", "score": verdict[0], "details": verdict[1]}
     return grader

@@ -25,6 +25,7 @@ from typing import Any
 from referee.client.models import RunLimits
 from referee.sandbox import Limits, RunStatus
 from referee.sandbox.models import RunResult
+from referee.services.execution.program import Program, ProgramLimits
 from referee.services.execution.runners import CodeRunner
 from referee.services.execution.slots import SandboxExecutor
 from referee.verifiers.tool_calls import parse_tool_calls
@@ -148,18 +149,16 @@ def grade_python(
     grader: dict[str, Any],
     response: str,
     runner: CodeRunner,
-    limits: Limits,
-    compile_limits: Limits,
+    limits: ProgramLimits,
 ) -> tuple[float | None, dict[str, Any]]:
     """Run the grader's ``grade(sample, item)`` on one response in the sandbox."""
-    return grade_python_group([(grader, response)], runner, limits, compile_limits)[0]
+    return grade_python_group([(grader, response)], runner, limits)[0]
 
 
 def grade_python_group(
     members: Sequence[tuple[dict[str, Any], str]],
     runner: CodeRunner,
-    limits: Limits,
-    compile_limits: Limits,
+    limits: ProgramLimits,
 ) -> list[tuple[float | None, dict[str, Any]]]:
     """Several responses graded by one source (each ``(leaf, response)``; the leaves differ
     only in their ``item``): the driver is prepared once and each response runs in a process of
@@ -168,9 +167,9 @@ def grade_python_group(
     source = members[0][0]["source"]
     driver = driver_source(source, mark)
     payloads = [_payload(leaf, r) for leaf, r in members]
-    runs = runner.run_each(driver, "python", payloads, limits, compile_limits, PRELOAD)
+    runs = runner.run_each(Program(driver, "python", limits), payloads, PRELOAD)
     return [
-        _verdict(run, mark, leaf, limits) for run, (leaf, _r) in zip(runs, members, strict=True)
+        _verdict(run, mark, leaf, limits.run) for run, (leaf, _r) in zip(runs, members, strict=True)
     ]
 
 
@@ -221,7 +220,6 @@ async def resolve_python_leaves(
                 pairs,
                 runner,
                 limits,
-                executor.compile_limits(),
                 if_dropped=lambda reason: [_invalid(f"not run: {reason}") for _ in chunk],
             )
         except Exception as exc:  # the sandbox failed these items, not the batch
