@@ -164,6 +164,12 @@ class CodeGrader(_Model):
     abs_tol: float = Field(1e-6, ge=0, description="Absolute tolerance of `float` comparison.")
     rel_tol: float = Field(1e-6, ge=0, description="Relative tolerance of `float` comparison.")
     limits: RunLimits | None = Field(None, description="Limits of each test run.")
+    prefix: str | None = Field(
+        None,
+        max_length=_SOURCE_MAX,
+        description="Code put before the response's program, as it is (HumanEval's `prompt`: "
+        "the signature and docstring a completion continues). Filled from a HumanEval row.",
+    )
 
 
 class SandboxRunRequest(_Model):

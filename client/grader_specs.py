@@ -10,18 +10,21 @@ the ``{"inputs": [...], "outputs": [...]}`` form of APPS/PRIME/veRL code data.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pydantic import BaseModel
 
 __all__ = [
+    "code_prefix",
     "fill_grader",
     "fill_item",
     "instructions_from_value",
     "pairs_as_tests",
     "parse_grader",
     "plain",
+    "row_tests",
     "tests_from_value",
     "tool_calls_from_value",
 ]
@@ -222,6 +225,45 @@ def tests_from_value(value: Any) -> list[dict[str, Any]] | None:
     return None
 
 
+def code_prefix(value: Any) -> str | None:
+    """HumanEval's ``prompt`` in a row (or JSON text of one), which a completion continues: the
+    program is ``prompt + completion``, as HumanEval's harness runs it. Only a prompt that is
+    code defining the row's ``entry_point``: a chat prompt in words is no program's start."""
+    value = _json_value(value)
+    if not isinstance(value, Mapping):
+        return None
+    prompt, entry = value.get("prompt"), value.get("entry_point")
+    if not (isinstance(prompt, str) and isinstance(entry, str) and entry):
+        return None
+    defined = re.search(rf"^\s*def\s+{re.escape(entry)}\s*\(", prompt, re.MULTILINE)
+    return prompt if defined else None
+
+
+_TEST_COLUMNS = ("tests", "input_output", "public_test_cases")
+_ROW_TEST_KEYS = ("prompt", "test", "entry_point", "test_list", "test_setup_code")
+
+
+def row_tests(row: Mapping[str, Any]) -> Any:
+    """A code grader's tests in a dataset row, for ``tests_from_value``: its ``tests`` column,
+    APPS/TACO's ``input_output``, LiveCodeBench's ``public_test_cases`` (with the function name
+    of its ``metadata``), or the row's own HumanEval (``test``, ``entry_point``, ``prompt``) or
+    MBPP (``test_list``, ``test_setup_code``) columns. None: the row has none of these."""
+    for column in _TEST_COLUMNS:
+        value = row.get(column)
+        if value in (None, "", []):
+            continue
+        if column != "public_test_cases":
+            return value
+        cases, metadata = _json_value(value), _json_value(row.get("metadata"))
+        fn_name = _fn_name({"metadata": metadata}) if isinstance(metadata, Mapping) else None
+        if fn_name and isinstance(cases, list):
+            return [{"func_name": fn_name, **c} if isinstance(c, dict) else c for c in cases]
+        return value
+    if ("test" in row and "entry_point" in row) or "test_list" in row:
+        return {k: row[k] for k in _ROW_TEST_KEYS if k in row}
+    return None
+
+
 def instructions_from_value(value: Any) -> dict[str, Any]:
     """An ``instruction_following`` grader's instructions from a row's reference column: an
     IFEval row (``{"instruction_id_list", "kwargs"}``), ``{"instructions": [...]}`` or a list of
@@ -316,9 +358,12 @@ def fill_grader(
         if calls is not None:
             out["reference"] = calls
     elif kind == "code" and out.get("tests") is None:
-        found = tests_from_value(tests if tests is not None else reference)
+        given = tests if tests is not None else reference
+        found = tests_from_value(given)
         if found is not None:
             out["tests"] = found
+            if out.get("prefix") is None and (prefix := code_prefix(given)) is not None:
+                out["prefix"] = prefix
     elif kind == "named":  # the server fills its registered grader from these
         text = reference_text(reference)
         if out.get("reference") is None and text is not None:

