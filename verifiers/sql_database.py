@@ -183,32 +183,51 @@ def _build(setup: str, limits: SQLLimits) -> sqlite3.Connection:
 
 
 _scratch = threading.local()
-"""Each thread's connection that checks run on (``.conn``): kept, and overwritten with a copy of
-the check's database each time (a backup replaces the whole database), which costs about 3 µs
-where a new connection with its limits and pragmas cost 60."""
+"""Each thread's connection that checks run on (``.conn``), with the database it holds a copy
+of (``.source``), the limits it carries (``.limits``) and its change count after the copy
+(``.changes``): kept, and overwritten with a copy of the check's database when it holds another
+one (a backup replaces the whole database: about 3 µs where a new connection with its limits and
+pragmas cost 60, and SQLite then reads the schema again and prepares the statement anew, 20 µs
+more)."""
 
 
 def _fresh_copy(source: sqlite3.Connection, limits: SQLLimits) -> sqlite3.Connection:
-    """A read-only connection holding a fresh copy of ``source``: this thread's kept one,
-    overwritten; a new one when there is none or the copy into it fails. Nothing a check runs
-    there can outlive the next copy: its authorizer allows no temporary table, trigger, view,
-    function or attached database, only reading the main one, which the copy replaces."""
+    """A read-only connection holding a copy of ``source`` as it was built: this thread's kept
+    one, as it is when it already holds a copy of ``source`` that nothing changed (no row
+    changed, no transaction open: the copy is read-only twice over, so this only guards the
+    guards), else overwritten; a new one when there is none or the copy into it fails. Nothing
+    a check runs there can outlive the next copy: its authorizer allows no temporary table,
+    trigger, view, function or attached database, only reading the main one."""
     conn: sqlite3.Connection | None = getattr(_scratch, "conn", None)
     if conn is not None:
+        if (
+            _scratch.source is source
+            and _scratch.limits == limits
+            and conn.total_changes == _scratch.changes
+            and not conn.in_transaction
+        ):
+            return conn
         try:
             source.backup(conn)
         except sqlite3.Error:  # a statement still open, a page size it cannot take
             conn.close()
             conn = _scratch.conn = None
         else:
-            _limit(conn, limits)
+            if _scratch.limits != limits:
+                _limit(conn, limits)
+            _kept(conn, source, limits)
             return conn
     conn = _connect(limits)
     source.backup(conn)
     conn.execute("PRAGMA query_only = ON")
     conn.set_authorizer(_read_only)
-    _scratch.conn = conn
+    _kept(conn, source, limits)
     return conn
+
+
+def _kept(conn: sqlite3.Connection, source: sqlite3.Connection, limits: SQLLimits) -> None:
+    _scratch.conn, _scratch.source, _scratch.limits = conn, source, limits
+    _scratch.changes = conn.total_changes
 
 
 @dataclass(slots=True)
@@ -218,10 +237,8 @@ class _Run:
     reason: str | None = None
 
 
-def _size(value: Any) -> int:
-    if isinstance(value, str | bytes):
-        return len(value)
-    return 8
+_FLOAT = float
+_SIZED = (str, bytes)  # what sqlite3 gives back: None, int, float, str, bytes
 
 
 def _normal(value: Any, digits: int) -> Any:
@@ -246,8 +263,10 @@ def _run(conn: sqlite3.Connection, query: str, limits: SQLLimits, digits: int) -
             if not batch:
                 break
             for row in batch:
-                rows.append(tuple(_normal(v, digits) for v in row))
-                size += sum(_size(v) for v in row)
+                if _FLOAT in map(type, row):  # most rows have none: kept as they are
+                    row = tuple(_normal(v, digits) for v in row)
+                rows.append(row)
+                size += sum(len(v) if type(v) in _SIZED else 8 for v in row)
             if len(rows) > limits.max_rows:
                 return _Run(outcome="too_large", reason=f"more than {limits.max_rows} rows")
             if size > limits.max_bytes:

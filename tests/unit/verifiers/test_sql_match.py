@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from referee.verifiers import sql_database
 from referee.verifiers.sql import SQLLimits, extract_sql, has_order_by, sql_match
 
 SETUP = """
@@ -135,6 +136,27 @@ def test_each_check_sees_a_fresh_copy() -> None:
     # a write is refused, and nothing a response does is seen by the next one
     assert sql_match("DELETE FROM singer", SETUP, "SELECT 1").outcome == "refused"
     assert sql_match("SELECT count(*) FROM singer", SETUP, "SELECT 5").score == 1.0
+
+
+def test_a_kept_copy_that_was_changed_is_copied_again() -> None:
+    """The thread's copy is kept between checks of one database only while nothing changed
+    it: a write that got past both guards (done here by lifting them by hand) is undone by the
+    next check's fresh copy."""
+    assert sql_match("SELECT count(*) FROM singer", SETUP, "SELECT 5").score == 1.0
+    kept = sql_database._scratch.conn
+    kept.set_authorizer(None)
+    kept.execute("PRAGMA query_only = OFF")
+    kept.execute("DELETE FROM singer")
+    assert kept.execute("SELECT count(*) FROM singer").fetchone() == (0,)
+    kept.execute("PRAGMA query_only = ON")
+    kept.set_authorizer(sql_database._read_only)
+    assert sql_match("SELECT count(*) FROM singer", SETUP, "SELECT 5").score == 1.0
+    kept.set_authorizer(None)
+    kept.execute("BEGIN")  # a transaction left open: copied again too
+    kept.execute("SELECT count(*) FROM singer").fetchone()
+    kept.set_authorizer(sql_database._read_only)
+    assert sql_match("SELECT count(*) FROM singer", SETUP, "SELECT 5").score == 1.0
+    assert not sql_database._scratch.conn.in_transaction
 
 
 LIMITS = SQLLimits(timeout_s=0.5, max_rows=1000)
