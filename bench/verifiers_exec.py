@@ -10,21 +10,29 @@ Peers, each called in this process with no guard at all:
   reference's query executed and their rows compared as multisets (no copy, no authorizer, no
   deadline, no caps);
 * ``tool_call``: ``json.loads`` of the Hermes ``<tool_call>`` block and ``==`` against the
-  reference (no formats, no defaults, no partial credit);
+  reference (no formats, no defaults, no partial credit), the least a team would write;
+* ``tool_call`` on BFCL: the peer implementation of the check, BFCL's own AST checker
+  (``ast_checker`` from the pinned bfcl-eval wheel, loaded by path as the tests do,
+  ``tests/bfcl_peer.py``) on the Hermes blocks read with ``json.loads``; the items are BFCL's
+  simple_python, multiple, parallel and parallel_multiple entries, their ground truth as the
+  reference, every other response with one argument's value changed;
 * ``python``: the grader's source ``exec``-ed once, ``grade(sample, item)`` called per item (no
   sandbox: the user's code runs in the trainer's process).
 
 referee: one server (uvicorn on a free loopback port, the default settings), batches of
 ``--batch`` items posted by 2 client threads. Half the responses are right. Reported: items/s of
-each and referee's ratio to the peer. Writes OUT/verifiers_exec.md (OUT: bench/out/).
+each, referee's ratio to the peer and the share of items where the two give the same verdict.
+Writes OUT/verifiers_exec.md (OUT: bench/out/).
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import re
 import sqlite3
+import sys
 import tempfile
 import time
 from collections import Counter
@@ -78,7 +86,7 @@ def python_item(i: int) -> dict[str, Any]:
 # --- peers, in-process -------------------------------------------------------------------
 
 
-def peer_sql() -> Callable[[int], float]:
+def peer_sql() -> Peer:
     conn = sqlite3.connect(":memory:")
     conn.executescript(SETUP)
     fence = re.compile(r"```sql\n(.*?)```", re.S)
@@ -92,7 +100,7 @@ def peer_sql() -> Callable[[int], float]:
     return score
 
 
-def peer_tool() -> Callable[[int], float]:
+def peer_tool() -> Peer:
     block = re.compile(r"<tool_call>\s*(.*?)\s*</tool_call>", re.S)
 
     def score(i: int) -> float:
@@ -102,7 +110,7 @@ def peer_tool() -> Callable[[int], float]:
     return score
 
 
-def peer_python() -> Callable[[int], float]:
+def peer_python() -> Peer:
     namespace: dict[str, Any] = {}
     exec(compile(GRADE, "grader.py", "exec"), namespace)  # the peer: no sandbox at all
     grade = namespace["grade"]
@@ -113,35 +121,104 @@ def peer_python() -> Callable[[int], float]:
     return score
 
 
+# --- BFCL: its entries as items, its AST checker as the peer ---------------------------------
+
+BFCL_CATEGORIES = ("simple_python", "multiple", "parallel", "parallel_multiple")
+_HERMES = re.compile(r"<tool_call>\s*(.*?)\s*</tool_call>", re.S)
+
+
+def _bfcl() -> Any:
+    """tests/bfcl_peer.py (the pinned wheel, downloaded once into the tests' cache)."""
+    tests = str(Path(__file__).resolve().parent.parent / "tests")
+    if tests not in sys.path:
+        sys.path.insert(0, tests)
+    return importlib.import_module("bfcl_peer")
+
+
+def bfcl_rows() -> list[tuple[str, dict[str, Any], list[dict[str, Any]], str]]:
+    """(category, question, ground truth, response): each entry's ground truth as Hermes blocks
+    (each argument's first possible value), and again with one argument's value changed."""
+    rows = []
+    for category in BFCL_CATEGORIES:
+        for question, truth in _bfcl().entries(category):
+            calls = [
+                (name, {k: next(v for v in vs if v != "") for k, vs in args.items() if vs != [""]})
+                for call in truth
+                for name, args in call.items()
+            ]
+            for wrong in (False, True):
+                if wrong and calls[0][1]:
+                    name, args = calls[0]
+                    key = sorted(args)[0]
+                    value = args[key]
+                    bad = f"{value}x" if not isinstance(value, int | float) else value * 2 + 3
+                    calls = [(name, {**args, key: bad}), *calls[1:]]
+                text = "\n".join(
+                    f"<tool_call>\n{json.dumps({'name': n, 'arguments': a})}\n</tool_call>"
+                    for n, a in calls
+                )
+                rows.append((category, question, truth, text))
+    return rows
+
+
+def bfcl_item_maker(
+    rows: list[tuple[str, dict[str, Any], list[dict[str, Any]], str]],
+) -> Callable[[int], dict[str, Any]]:
+    from referee.client.grader_specs import tool_calls_from_value
+
+    references = [tool_calls_from_value(truth) for _c, _q, truth, _t in rows]
+
+    def item(i: int) -> dict[str, Any]:
+        grader = {"type": "tool_call", "reference": references[i % len(rows)]}
+        return {"id": str(i), "response": rows[i % len(rows)][3], "grader": grader}
+
+    return item
+
+
+def bfcl_peer(rows: list[tuple[str, dict[str, Any], list[dict[str, Any]], str]]) -> Peer:
+    checker = _bfcl().checker()
+    python = checker.Language.PYTHON
+
+    def score(i: int) -> float:
+        category, question, truth, text = rows[i % len(rows)]
+        try:
+            calls = [json.loads(b) for b in _HERMES.findall(text)]
+            output = [{c["name"]: c["arguments"]} for c in calls]
+        except (ValueError, KeyError, TypeError):
+            return 0.0
+        verdict = checker.ast_checker(question["function"], output, truth, python, category, "m")
+        return float(verdict["valid"])
+
+    return score
+
+
 # --- measuring ---------------------------------------------------------------------------
 
+Peer = Callable[[int], float]
 
-def in_process(score: Callable[[int], float], n: int) -> float:
+
+def in_process(score: Peer, n: int) -> tuple[float, list[float]]:
     start = time.perf_counter()
-    total = sum(score(i) for i in range(n))
-    elapsed = time.perf_counter() - start
-    if total != n // 2 + n % 2:
-        raise RuntimeError(f"the peer scored {total} of {n}, expected half right")
-    return n / elapsed
+    scores = [score(i) for i in range(n)]
+    return n / (time.perf_counter() - start), scores
 
 
-def over_http(url: str, make: Callable[[int], dict[str, Any]], n: int, batch: int) -> float:
+def over_http(
+    url: str, make: Callable[[int], dict[str, Any]], n: int, batch: int
+) -> tuple[float, list[float]]:
     client = thread_clients(url, timeout=600)
 
-    def post(first: int) -> float:
+    def post(first: int) -> list[float]:
         items = [make(i) for i in range(first, min(first + batch, n))]
         resp = client().post("/v1/rewards", json={"items": items})
         resp.raise_for_status()
-        return sum(r["score"] or 0.0 for r in resp.json()["rewards"])
+        return [r["score"] or 0.0 for r in resp.json()["rewards"]]
 
     post(0)  # warm-up: builds the database, starts the sandbox, warms the pool
     start = time.perf_counter()
     with ThreadPoolExecutor(CLIENTS) as pool:
-        total = sum(pool.map(post, range(0, n, batch)))
-    elapsed = time.perf_counter() - start
-    if total != n // 2 + n % 2:
-        raise RuntimeError(f"referee scored {total} of {n}, expected half right")
-    return n / elapsed
+        scores = [s for part in pool.map(post, range(0, n, batch)) for s in part]
+    return n / (time.perf_counter() - start), scores
 
 
 def main() -> None:
@@ -153,21 +230,26 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=OUT, help="output folder")
     args = parser.parse_args()
     n, n_py, batch = (20, 6, 10) if args.quick else (args.items, args.python_items, args.batch)
-    rows = []
+    rows = bfcl_rows()
+    graders: list[tuple[str, Callable[[int], dict[str, Any]], Peer, str, int]] = [
+        ("sql", sql_item, peer_sql(), "sqlite3", n),
+        ("tool_call", tool_item, peer_tool(), "json ==", n),
+        ("tool_call (BFCL)", bfcl_item_maker(rows), bfcl_peer(rows), "BFCL ast_checker", n),
+        ("python", python_item, peer_python(), "exec in-process", n_py),
+    ]
+    results = []
     with tempfile.TemporaryDirectory() as tmp:
         # the server an operator gets: its default check workers and sandbox slots
         server = start_referee({}, log=Path(tmp) / "server.log")
-        url = server.url
         try:
-            for name, make, peer, count in (
-                ("sql", sql_item, peer_sql, n),
-                ("tool_call", tool_item, peer_tool, n),
-                ("python", python_item, peer_python, n_py),
-            ):
-                ours = over_http(url, make, count, batch)
-                theirs = in_process(peer(), count)
-                rows.append((name, count, ours, theirs))
-                print(f"{name:10} referee {ours:10.1f} items/s   peer {theirs:10.1f} items/s")
+            for name, make, peer, peer_name, count in graders:
+                ours, our_scores = over_http(server.url, make, count, batch)
+                theirs, their_scores = in_process(peer, count)
+                same = sum(a == b for a, b in zip(our_scores, their_scores, strict=True)) / count
+                if name != "tool_call (BFCL)" and sum(our_scores) != count // 2 + count % 2:
+                    raise RuntimeError(f"{name}: referee scored {sum(our_scores)} of {count}")
+                results.append((name, count, ours, peer_name, theirs, same))
+                print(f"{name:17} referee {ours:10.1f} items/s   peer {theirs:10.1f} items/s")
         finally:
             server.stop()
     lines = [
@@ -175,14 +257,13 @@ def main() -> None:
         "",
         f"{CLIENTS} client threads, batches of {batch}; the peers run in one thread here.",
         "",
-        "| grader | items | referee items/s | peer | peer items/s | ratio |",
-        "|---|---|---|---|---|---|",
+        "| grader | items | referee items/s | peer | peer items/s | ratio | same verdicts |",
+        "|---|---:|---:|---|---:|---:|---:|",
     ]
-    peers = {"sql": "sqlite3", "tool_call": "json ==", "python": "exec in-process"}
-    for name, count, ours, theirs in rows:
-        ratio = ours / theirs
+    for name, count, ours, peer_name, theirs, same in results:
         lines.append(
-            f"| {name} | {count} | {ours:.1f} | {peers[name]} | {theirs:.1f} | {ratio:.2f}x |"
+            f"| {name} | {count} | {ours:,.1f} | {peer_name} | {theirs:,.1f} | "
+            f"{ours / theirs:.2f}x | {same:.1%} |"
         )
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "verifiers_exec.md").write_text("\n".join(lines) + "\n")
