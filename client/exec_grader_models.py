@@ -34,15 +34,27 @@ class _Model(BaseModel):
 
 class SQLGrader(_Model):
     """Text-to-SQL execution match: the response's query and `reference` run on the database
-    `setup` builds (a fresh, read-only in-memory SQLite copy per check); the result sets are
+    `setup` builds (a read-only in-memory SQLite copy per check), or on the server's SQLite file
+    `database` names (Spider's and BIRD's `db_id`, opened read-only); the result sets are
     compared as multisets, or in order when the reference has ORDER BY."""
 
     type: Literal["sql"] = "sql"
-    setup: str = Field(
-        ...,
+    setup: str | None = Field(
+        None,
         max_length=2_000_000,
-        description="SQL statements that build the database (CREATE TABLE, INSERT ...).",
+        description="SQL statements that build the database (CREATE TABLE, INSERT ...); "
+        "give this or `database`.",
         examples=["CREATE TABLE t(x INT); INSERT INTO t VALUES (1), (2);"],
+    )
+    database: str | None = Field(
+        None,
+        min_length=1,
+        max_length=128,
+        pattern=r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$",
+        description="The name of a SQLite file in the server's REFEREE_SQL_DATABASES_DIR: "
+        "`NAME.sqlite`, `NAME.db` or Spider's and BIRD's `NAME/NAME.sqlite`; give this or "
+        "`setup`.",
+        examples=["concert_singer"],
     )
     reference: str = Field(
         ..., min_length=1, max_length=100_000, examples=["SELECT count(*) FROM t"]
@@ -58,6 +70,15 @@ class SQLGrader(_Model):
     )
     timeout_s: float = Field(2.0, gt=0, le=30, description="Deadline of each statement.")
     max_rows: int = Field(10_000, ge=1, le=1_000_000, description="Rows read back per query.")
+
+    @model_validator(mode="after")
+    def _one_database(self) -> SQLGrader:
+        if (self.setup is None) == (self.database is None):
+            raise ValueError(
+                "give the database as exactly one of `setup` (SQL that builds it) and "
+                "`database` (the name of a SQLite file on the server)"
+            )
+        return self
 
 
 class ToolCallSpec(_Model):

@@ -323,12 +323,20 @@ def tool_calls_from_value(value: Any) -> list[dict[str, Any]] | None:
 def fill_item(grader: Mapping[str, Any], row: Mapping[str, Any]) -> dict[str, Any]:
     """``grader`` with the dataset row as the ``item`` of each ``python``, ``score_model`` or
     ``label_model`` grader that has none (OpenAI's graders read the row as ``item``: the python
-    grader's argument, the model graders' ``{{item.*}}`` templates), in ``weighted`` and
-    ``multi`` too."""
+    grader's argument, the model graders' ``{{item.*}}`` templates), and each ``sql`` grader
+    with no database the row's ``db_id`` as its ``database`` (Spider's and BIRD's rows name
+    their SQLite file so) and, with no reference, the row's gold query (Spider's ``query``,
+    BIRD's ``SQL``), in ``weighted`` and ``multi`` too."""
     out = dict(grader)
     kind = out.get("type")
     if kind in ("python", "score_model", "label_model") and not out.get("item"):
         out["item"] = {k: v for k, v in plain(dict(row)).items() if k != "grader"}
+    elif kind == "sql":
+        if out.get("setup") is None and out.get("database") is None and row.get("db_id"):
+            out["database"] = str(row["db_id"])
+        gold = next((row[k] for k in ("query", "SQL") if isinstance(row.get(k), str)), None)
+        if _no_reference(out.get("reference")) and gold:
+            out["reference"] = gold
     elif kind == "weighted":
         out["graders"] = [
             {**p, "grader": fill_item(p["grader"], row)}

@@ -154,6 +154,12 @@ class Settings(BaseSettings):
         description='vllm: keyword arguments of vllm.LLM, as JSON, e.g. {"max_model_len": 8192, '
         '"gpu_memory_utilization": 0.8, "tensor_parallel_size": 2}.',
     )
+    sql_databases_dir: str | None = Field(
+        None,
+        description="A folder of SQLite files that sql graders name with `database` (NAME, "
+        "NAME.sqlite, NAME.db, or Spider's and BIRD's NAME/NAME.sqlite), opened read-only; "
+        "unset: sql graders carry their database as `setup` SQL.",
+    )
     judge_templates_dir: str | None = Field(
         None,
         description="A directory whose pointwise_binary.txt, pointwise_score.txt, "

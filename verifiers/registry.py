@@ -135,9 +135,12 @@ def _text_similarity(grader: dict[str, Any], response: str) -> Verdict:
 def _sql(grader: dict[str, Any], response: str) -> Verdict:
     from referee.verifiers.sql import SQLLimits, sql_match
 
+    if grader.get("database") is not None and grader.get("database_path") is None:
+        reason = "the database file was not resolved (a server resolves `database` to its file)"
+        return None, {"outcome": "bad_reference", "reason": reason, "valid": False}
     sql = sql_match(
         response,
-        grader["setup"],
+        grader.get("setup"),
         grader["reference"],
         ordered=grader.get("ordered"),
         float_digits=grader.get("float_digits", 6),
@@ -145,6 +148,7 @@ def _sql(grader: dict[str, Any], response: str) -> Verdict:
         limits=SQLLimits(
             timeout_s=grader.get("timeout_s", 2.0), max_rows=grader.get("max_rows", 10_000)
         ),
+        database=grader.get("database_path"),  # the server's file `database` names
     )
     return (sql.score if sql.valid else None), _details(sql.to_dict())
 

@@ -35,12 +35,21 @@ import re
 import sqlite3
 import time
 from collections import Counter, OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, fields
 from typing import Any, Final
 
 from referee.verifiers.fences import fenced_blocks
-from referee.verifiers.sql_database import SQLLimits, _build, _digest, _fresh_copy, _Run, _run
+from referee.verifiers.sql_database import (
+    SQLLimits,
+    _build,
+    _digest,
+    _file_connection,
+    _file_key,
+    _fresh_copy,
+    _Run,
+    _run,
+)
 
 __all__ = [
     "SQL_OUTCOMES",
@@ -139,14 +148,19 @@ _references: OrderedDict[tuple[str, str, int], _Run] = OrderedDict()
 
 
 def _reference_rows(
-    source: sqlite3.Connection, setup: str, reference: str, limits: SQLLimits, digits: int
+    database: str,
+    check_on: Callable[[], sqlite3.Connection],
+    reference: str,
+    limits: SQLLimits,
+    digits: int,
 ) -> _Run:
-    """The reference's result, kept per process (the database it reads never changes)."""
-    key = (_digest(setup), reference, digits)
+    """The reference's result, kept per process for the database (``database``: its key; the
+    database it reads never changes)."""
+    key = (database, reference, digits)
     if key in _references:
         _references.move_to_end(key)
         return _references[key]
-    run = _run(_fresh_copy(source, limits), reference.strip().rstrip(";"), limits, digits)
+    run = _run(check_on(), reference.strip().rstrip(";"), limits, digits)
     if run.rows is not None:
         _references[key] = run
         while len(_references) > 256:
@@ -162,16 +176,18 @@ def _equal(got: Sequence[tuple[Any, ...]], want: Sequence[tuple[Any, ...]], orde
 
 def sql_match(
     response: str,
-    setup: str,
+    setup: str | None,
     reference: str,
     *,
     ordered: bool | None = None,
     float_digits: int = 6,
     extract: bool = True,
     limits: SQLLimits | None = None,
+    database: str | None = None,
 ) -> SQLResult:
     """Score one response: 1.0 when its query returns what ``reference`` returns on ``setup``'s
-    database, else 0.0 with the outcome that says why."""
+    database (or on the SQLite file at the path ``database``, opened read-only), else 0.0 with
+    the outcome that says why."""
     limits = limits or SQLLimits()
     start = time.perf_counter()
 
@@ -179,22 +195,34 @@ def sql_match(
         ms = round((time.perf_counter() - start) * 1000, 3)
         return SQLResult(score, outcome, elapsed_ms=ms, **kw)
 
-    try:
-        source = _build(setup, limits)
-    except sqlite3.DatabaseError as exc:
-        why = "timed out" if "interrupted" in str(exc) else str(exc)[:300]
-        return done(0.0, "bad_reference", reason=f"the setup SQL failed: {why}", valid=False)
-    except (sqlite3.Warning, sqlite3.InterfaceError, ValueError, MemoryError) as exc:
-        return done(0.0, "bad_reference", reason=f"the setup SQL failed: {exc}", valid=False)
+    check_on: Callable[[], sqlite3.Connection]
+    if database is not None:
+        try:
+            key = _file_key(database)
+            _file_connection(database, key, limits)
+        except (OSError, sqlite3.Error) as exc:
+            reason = f"the database file cannot be read: {str(exc)[:300]}"
+            return done(0.0, "bad_reference", reason=reason, valid=False)
+        check_on = functools.partial(_file_connection, database, key, limits)
+    else:
+        try:
+            source = _build(setup or "", limits)
+        except sqlite3.DatabaseError as exc:
+            why = "timed out" if "interrupted" in str(exc) else str(exc)[:300]
+            return done(0.0, "bad_reference", reason=f"the setup SQL failed: {why}", valid=False)
+        except (sqlite3.Warning, sqlite3.InterfaceError, ValueError, MemoryError) as exc:
+            return done(0.0, "bad_reference", reason=f"the setup SQL failed: {exc}", valid=False)
+        key = _digest(setup or "")
+        check_on = functools.partial(_fresh_copy, source, limits)
     ordered = has_order_by(reference) if ordered is None else ordered
-    want = _reference_rows(source, setup, reference, limits, float_digits)
+    want = _reference_rows(key, check_on, reference, limits, float_digits)
     if want.rows is None:
         reason = f"the reference query failed ({want.outcome}): {want.reason}"
         return done(0.0, "bad_reference", reason=reason, valid=False, ordered=ordered)
     query = extract_sql(response) if extract else (response.strip().rstrip(";") or None)
     if query is None:
         return done(0.0, "no_answer", reason="no SQL query in the response")
-    got = _run(_fresh_copy(source, limits), query, limits, float_digits)
+    got = _run(check_on(), query, limits, float_digits)
     if got.rows is None:
         assert got.outcome is not None
         return done(0.0, got.outcome, query=query[:2000], reason=got.reason, ordered=ordered)

@@ -15,10 +15,12 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import os
 import re
 import sqlite3
 import threading
 import time
+import urllib.parse
 from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
@@ -140,9 +142,10 @@ def _deadline(conn: sqlite3.Connection, timeout_s: float) -> None:
     conn.set_progress_handler(lambda: int(time.monotonic() > stop), 1000)
 
 
-def _connect(limits: SQLLimits) -> sqlite3.Connection:
+def _connect(limits: SQLLimits, target: str = ":memory:") -> sqlite3.Connection:
     global _heap_set
-    conn = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
+    uri = target != ":memory:"
+    conn = sqlite3.connect(target, isolation_level=None, check_same_thread=False, uri=uri)
     _limit(conn, limits)
     if not _heap_set:  # process-wide; a pool worker holds only these databases
         conn.execute(f"PRAGMA hard_heap_limit = {int(limits.heap_mb) * 1024 * 1024}")
@@ -228,6 +231,48 @@ def _fresh_copy(source: sqlite3.Connection, limits: SQLLimits) -> sqlite3.Connec
 def _kept(conn: sqlite3.Connection, source: sqlite3.Connection, limits: SQLLimits) -> None:
     _scratch.conn, _scratch.source, _scratch.limits = conn, source, limits
     _scratch.changes = conn.total_changes
+
+
+_files = threading.local()
+"""Each thread's read-only connections to SQLite files (``.conns``), by file and limits."""
+_FILE_CONNECTIONS = 16
+
+
+def _file_key(path: str) -> str:
+    """The file as it is now: its path, size and modification time (a file replaced on disk is
+    another database: its reference result is not reused)."""
+    st = os.stat(path)
+    return f"file:{path}:{st.st_size}:{st.st_mtime_ns}"
+
+
+def _file_connection(path: str, key: str, limits: SQLLimits) -> sqlite3.Connection:
+    """This thread's connection to the SQLite file at ``path``, opened read-only (``mode=ro``:
+    the file itself cannot be written through it) and read-only twice over as a copy is
+    (``query_only``, the authorizer); kept while nothing changed through it (a file of BIRD's
+    may be gigabytes: it is read where it lies, not copied)."""
+    conns: OrderedDict[tuple[str, SQLLimits], sqlite3.Connection] | None = getattr(
+        _files, "conns", None
+    )
+    if conns is None:
+        conns = _files.conns = OrderedDict()
+    conn = conns.get((key, limits))
+    if conn is not None:
+        if conn.total_changes == 0 and not conn.in_transaction:
+            conns.move_to_end((key, limits))
+            return conn
+        conns.pop((key, limits)).close()
+    conn = _connect(limits, "file:" + urllib.parse.quote(path) + "?mode=ro")
+    try:
+        conn.execute("SELECT count(*) FROM sqlite_master").fetchone()  # is it a database?
+    except sqlite3.Error:
+        conn.close()
+        raise
+    conn.execute("PRAGMA query_only = ON")
+    conn.set_authorizer(_read_only)
+    conns[(key, limits)] = conn
+    while len(conns) > _FILE_CONNECTIONS:
+        conns.popitem(last=False)[1].close()
+    return conn
 
 
 @dataclass(slots=True)

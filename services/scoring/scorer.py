@@ -55,6 +55,7 @@ from referee.services.scoring.named import GraderRegistry
 from referee.services.scoring.openai import has_openai, lower
 from referee.services.scoring.prm import has_prm, pool_check, require_policy, resolve_prm_leaves
 from referee.services.scoring.python import resolve_python_leaves
+from referee.services.scoring.sql_files import resolve_sql_databases, uses_database_files
 from referee.services.settings import Settings
 from referee.verifiers import CheckPool
 from referee.verifiers.math import verify
@@ -186,6 +187,8 @@ class Scorer:
         procedural_s = self.settings.procedural_timeout_s
         graders = [item.grader.model_dump() for item in items]
         responses = [item.response for item in items]
+        if any(uses_database_files(g) for g in graders):  # sql graders naming a server file
+            graders = resolve_sql_databases(graders, self.settings.sql_databases_dir)
         if any(has_group_grader(g) for g in graders):  # majority_vote, length_penalty: per group
             graders = await resolve_group_leaves(
                 graders,

@@ -4,6 +4,8 @@ pool, real bubblewrap sandbox for python graders)."""
 from __future__ import annotations
 
 import json
+import sqlite3
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -79,7 +81,70 @@ def test_hostile_sql_through_the_server(server: Server) -> None:
 def test_sql_grader_errors_are_4xx(server: Server) -> None:
     resp = post(server, [{"id": "x", "response": "SELECT 1", "grader": {"type": "sql"}}])
     assert resp.status_code in (400, 422), resp.text
-    assert "setup" in resp.text
+    assert "reference" in resp.text
+
+
+def _spider_folder(root: Path) -> Path:
+    """Spider's layout: database/<db_id>/<db_id>.sqlite; and one file as NAME.db."""
+    for name, setup in (("concert_singer", SETUP), ("flat", "CREATE TABLE t(x INT);")):
+        path = root / name / f"{name}.sqlite" if name != "flat" else root / "flat.db"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        conn = sqlite3.connect(path)
+        conn.executescript(setup)
+        conn.commit()
+        conn.close()
+    return root
+
+
+def test_sql_graders_name_the_servers_database_files(
+    tmp_path: Path, referee_server_factory: Any, server: Server
+) -> None:
+    """A Spider-style row names its database (``db_id``); the server's folder has the file."""
+    folder = _spider_folder(tmp_path / "database")
+    files = referee_server_factory(
+        tmp_path, {"REFEREE_SQL_DATABASES_DIR": str(folder)}, "sql-files"
+    )
+
+    def item(item_id: str, response: str, database: str, **extra: Any) -> dict[str, Any]:
+        grader = {"type": "sql", "database": database, "reference": "SELECT name FROM t"}
+        return {"id": item_id, "response": response, "grader": {**grader, **extra}}
+
+    weighted = {
+        "type": "weighted",
+        "graders": [
+            {"weight": 1, "grader": item("", "", "concert_singer")["grader"]},
+            {"weight": 1, "grader": {"type": "string_check", "reference": "x"}},
+        ],
+    }
+    out = rewards(
+        files,
+        [
+            item("ok", "```sql\nSELECT name FROM t ORDER BY id DESC\n```", "concert_singer"),
+            item("wrong", "SELECT name FROM t WHERE id > 1", "concert_singer"),
+            item("flat", "SELECT count(*) FROM t", "flat", reference="SELECT 0"),
+            item("write", "DELETE FROM t", "concert_singer"),
+            {"id": "weighted", "response": "SELECT name FROM t", "grader": weighted},
+        ],
+    )
+    assert [r["score"] for r in out] == [1.0, 0.0, 1.0, 0.0, 0.5]
+    assert out[3]["details"]["outcome"] == "refused"
+    assert (
+        rewards(files, [item("again", "SELECT name FROM t", "concert_singer")])[0]["score"] == 1.0
+    )
+
+    unknown = post(files, [item("a", "SELECT 1", "concert_singer"), item("b", "x", "nope")])
+    assert unknown.status_code == 422, unknown.text
+    assert "items.1.grader.database" in unknown.text and "no SQLite file 'nope'" in unknown.text
+    outside = post(files, [item("a", "SELECT 1", "../concert_singer")])
+    assert outside.status_code == 422 and "database" in outside.text
+    no_folder = post(server, [item("a", "SELECT 1", "concert_singer")])
+    assert no_folder.status_code == 422 and "REFEREE_SQL_DATABASES_DIR" in no_folder.text
+    for grader in (
+        {"type": "sql", "reference": "SELECT 1"},
+        {"type": "sql", "reference": "SELECT 1", "setup": SETUP, "database": "concert_singer"},
+    ):
+        both = post(files, [{"id": "a", "response": "SELECT 1", "grader": grader}])
+        assert both.status_code == 422 and "exactly one of `setup`" in both.text, both.text
 
 
 def test_tool_call_rewards(server: Server) -> None:

@@ -7,6 +7,8 @@ from __future__ import annotations
 import asyncio
 import math
 import pickle
+import sqlite3
+from pathlib import Path
 from typing import Any
 from typing import Any as Server
 
@@ -212,6 +214,29 @@ def test_sql_and_tool_call_graders_through_trl(server: Server) -> None:
         out = call(tool_rows, responses, 2)
     # the second: name 1, parameter names 1, one of two values -> 3 / (1 + 1 + 2)
     assert out[:, 0].tolist() == [1.0, 0.75]
+
+
+def test_spider_rows_through_trl(tmp_path: Path, referee_server_factory: Any) -> None:
+    """Spider's rows as TRL hands them over (``db_id``, the gold ``query``, the question as the
+    prompt), the grader given once with no database: each row's ``db_id`` names its SQLite file
+    in the server's folder (Spider's layout, ``database/<db_id>/<db_id>.sqlite``)."""
+    folder = tmp_path / "database"
+    for db_id, rows in (("concert_singer", 3), ("pets_1", 5)):
+        (folder / db_id).mkdir(parents=True)
+        conn = sqlite3.connect(folder / db_id / f"{db_id}.sqlite")
+        conn.execute("CREATE TABLE t(x INT)")
+        conn.executemany("INSERT INTO t VALUES (?)", [(i,) for i in range(rows)])
+        conn.commit()
+        conn.close()
+    files = referee_server_factory(tmp_path, {"REFEREE_SQL_DATABASES_DIR": str(folder)}, "sql")
+    spider = [
+        {"prompt": "How many rows?", "db_id": db_id, "query": "SELECT count(*) FROM t"}
+        for db_id in ("concert_singer", "pets_1")
+    ]
+    sql = reward_function(files.url, {"type": "sql"})
+    with trl_call(sql) as call:
+        out = call(spider, ["SELECT count(x) FROM t", "SELECT 3", "SELECT 3", "SELECT 5"], 2)
+    assert out[:, 0].tolist() == [1.0, 1.0, 0.0, 1.0]
 
 
 def test_python_grader_reads_the_row_as_item(server: Server) -> None:

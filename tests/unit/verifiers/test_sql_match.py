@@ -7,6 +7,10 @@ for what ATTACH / VACUUM INTO would have written.
 
 from __future__ import annotations
 
+import functools
+import os
+import sqlite3
+import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -265,3 +269,48 @@ def test_a_rows_reference_fills_the_grader() -> None:
     assert filled["reference"] == "SELECT count(*) FROM singer"
     kept = fill_grader({"type": "sql", "setup": SETUP, "reference": "SELECT 1"}, "SELECT 2")
     assert kept["reference"] == "SELECT 1"
+
+
+# --- a SQLite file as the database (Spider's and BIRD's database/<db_id>/<db_id>.sqlite) ------
+
+
+def _write_database(path: Path, setup: str = SETUP) -> Path:
+    conn = sqlite3.connect(path)
+    conn.executescript(setup)
+    conn.commit()
+    conn.close()
+    return path
+
+
+def test_a_database_file_is_checked_where_it_lies_and_never_written(tmp_path: Path) -> None:
+    path = _write_database(tmp_path / "concert_singer.sqlite")
+    before = path.read_bytes()
+    on_file = functools.partial(sql_match, setup=None, database=str(path))
+    assert on_file("SELECT count(*) FROM singer", reference="SELECT 5").score == 1.0
+    assert on_file("SELECT count(*) FROM singer WHERE 0", reference="SELECT 5").score == 0.0
+    for hostile in ("DELETE FROM singer", "DROP TABLE singer", "PRAGMA query_only = 0",
+                    "CREATE TEMP TABLE x(a)", f"ATTACH '{tmp_path / 'x.db'}' AS x"):  # fmt: skip
+        assert on_file(hostile, reference="SELECT 1").outcome == "refused", hostile
+    assert on_file("SELECT count(*) FROM singer", reference="SELECT 5").score == 1.0
+    assert path.read_bytes() == before
+    assert not (tmp_path / "x.db").exists()
+
+
+def test_a_database_file_replaced_on_disk_is_read_again(tmp_path: Path) -> None:
+    path = _write_database(tmp_path / "db.sqlite")
+    reference = "SELECT count(*) FROM singer"
+    assert sql_match("SELECT 5", None, reference, database=str(path)).score == 1.0
+    path.unlink()
+    _write_database(path, "CREATE TABLE singer(id INT); INSERT INTO singer VALUES (1);")
+    os.utime(path, ns=(time.time_ns() + 10**9, time.time_ns() + 10**9))
+    assert sql_match("SELECT 1", None, reference, database=str(path)).score == 1.0
+
+
+def test_a_database_file_that_is_missing_or_not_a_database_is_the_rows_fault(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "text.sqlite").write_text("not a database at all " * 100)
+    for path in (tmp_path / "missing.sqlite", tmp_path / "text.sqlite"):
+        result = sql_match("SELECT 1", None, "SELECT 1", database=str(path))
+        assert (result.outcome, result.valid) == ("bad_reference", False), path
+        assert "database file cannot be read" in (result.reason or "")
