@@ -8,7 +8,10 @@ Peers, each called in this process with no guard at all:
 
 * ``sql``: ``sqlite3`` itself: the database built once, then the response's and the
   reference's query executed and their rows compared as multisets (no copy, no authorizer, no
-  deadline, no caps);
+  deadline, no caps); the grader carries the database as ``setup`` SQL (200 rows, 14 KB with
+  every item);
+* ``sql`` on a file: the same, the database a SQLite file that the grader names (``database``,
+  the server's ``REFEREE_SQL_DATABASES_DIR``) and the peer opens;
 * ``tool_call``: ``json.loads`` of the Hermes ``<tool_call>`` block and ``==`` against the
   reference (no formats, no defaults, no partial credit), the least a team would write;
 * ``tool_call`` on BFCL: the peer implementation of the check, BFCL's own AST checker
@@ -31,6 +34,7 @@ import argparse
 import importlib
 import json
 import re
+import shutil
 import sqlite3
 import sys
 import tempfile
@@ -73,6 +77,11 @@ def sql_item(i: int) -> dict[str, Any]:
     return {"id": str(i), "response": SQL_RESPONSES[i % 2], "grader": grader}
 
 
+def sql_file_item(i: int) -> dict[str, Any]:
+    grader = {"type": "sql", "database": "singers", "reference": SQL_REFERENCE}
+    return {"id": str(i), "response": SQL_RESPONSES[i % 2], "grader": grader}
+
+
 def tool_item(i: int) -> dict[str, Any]:
     grader = {"type": "tool_call", "reference": [CALL]}
     return {"id": str(i), "response": TOOL_RESPONSES[i % 2], "grader": grader}
@@ -86,9 +95,10 @@ def python_item(i: int) -> dict[str, Any]:
 # --- peers, in-process -------------------------------------------------------------------
 
 
-def peer_sql() -> Peer:
-    conn = sqlite3.connect(":memory:")
-    conn.executescript(SETUP)
+def peer_sql(path: Path | None = None) -> Peer:
+    conn = sqlite3.connect(path or ":memory:")
+    if path is None:
+        conn.executescript(SETUP)
     fence = re.compile(r"```sql\n(.*?)```", re.S)
 
     def score(i: int) -> float:
@@ -231,8 +241,14 @@ def main() -> None:
     args = parser.parse_args()
     n, n_py, batch = (20, 6, 10) if args.quick else (args.items, args.python_items, args.batch)
     rows = bfcl_rows()
+    folder = Path(tempfile.mkdtemp(prefix="referee-bench-sql-"))
+    database = folder / "singers.sqlite"
+    with sqlite3.connect(database) as conn:
+        conn.executescript(SETUP)
+    conn.close()
     graders: list[tuple[str, Callable[[int], dict[str, Any]], Peer, str, int]] = [
         ("sql", sql_item, peer_sql(), "sqlite3", n),
+        ("sql (database file)", sql_file_item, peer_sql(database), "sqlite3", n),
         ("tool_call", tool_item, peer_tool(), "json ==", n),
         ("tool_call (BFCL)", bfcl_item_maker(rows), bfcl_peer(rows), "BFCL ast_checker", n),
         ("python", python_item, peer_python(), "exec in-process", n_py),
@@ -240,7 +256,8 @@ def main() -> None:
     results = []
     with tempfile.TemporaryDirectory() as tmp:
         # the server an operator gets: its default check workers and sandbox slots
-        server = start_referee({}, log=Path(tmp) / "server.log")
+        env = {"REFEREE_SQL_DATABASES_DIR": str(folder)}
+        server = start_referee(env, log=Path(tmp) / "server.log")
         try:
             for name, make, peer, peer_name, count in graders:
                 ours, our_scores = over_http(server.url, make, count, batch)
@@ -249,9 +266,10 @@ def main() -> None:
                 if name != "tool_call (BFCL)" and sum(our_scores) != count // 2 + count % 2:
                     raise RuntimeError(f"{name}: referee scored {sum(our_scores)} of {count}")
                 results.append((name, count, ours, peer_name, theirs, same))
-                print(f"{name:17} referee {ours:10.1f} items/s   peer {theirs:10.1f} items/s")
+                print(f"{name:20} referee {ours:10.1f} items/s   peer {theirs:10.1f} items/s")
         finally:
             server.stop()
+            shutil.rmtree(folder, ignore_errors=True)
     lines = [
         "# sql, tool_call and python graders: /v1/rewards against the peer in-process",
         "",
