@@ -34,6 +34,7 @@ Scoring (``scoring``):
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 import re
@@ -97,15 +98,16 @@ class OneOf:
     """BFCL's possible answers for one argument; ``""`` among them: it may be left out."""
 
     values: tuple[Any, ...]
+    optional: bool = field(init=False)
 
-    @property
-    def optional(self) -> bool:
-        return any(v == "" for v in self.values)
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "optional", any(v == "" for v in self.values))
 
 
 _BFCL_IGNORED = re.compile(r"[ ,./\-_*^]")
 
 
+@functools.lru_cache(maxsize=4096)
 def _bfcl_string(s: str) -> str:
     """A string as BFCL's checker compares it: lower case, spaces and ``,./-_*^`` dropped."""
     return _BFCL_IGNORED.sub("", s).lower().replace("'", '"')
@@ -187,13 +189,14 @@ def _pair(got: ToolCall, want: ToolCall, defaults: Mapping[str, Mapping[str, Any
     if got.name != want.name:
         return _Pair(0.0, 0, False)
     g, full = _with_defaults(got, defaults), _with_defaults(want, defaults)
+    required = _required(full)
     # a BFCL optional argument counts only when the call gives it, and then like any other
-    w = {k: v for k, v in full.items() if k in g or k in _required(full)}
+    w = {k: v for k, v in full.items() if k in g or k in required}
     union = g.keys() | w.keys()
     param = len(g.keys() & w.keys()) / len(union) if union else 1.0
     values = sum(1 for k in w if k in g and values_equal(g[k], w[k]))
     exact = g.keys() == w.keys() and values == len(w)
-    return _Pair(param, values, exact, len(w) - len(_required(full)))
+    return _Pair(param, values, exact, len(w) - len(required))
 
 
 def _assign(
@@ -263,7 +266,8 @@ def grade_tool_calls(
     got, fmt = parse_tool_calls(response)
     defaults = defaults_from_tools(tools)
     calls = [{"name": c.name, "arguments": c.arguments} for c in got]
-    s_max = 1 + len(want) + sum(len(_required(_with_defaults(w, defaults))) for w in want)
+    required = [len(_required(_with_defaults(w, defaults))) for w in want]
+    s_max = 1 + len(want) + sum(required)
     if not want:  # the right answer is not to call anything
         ok = not got
         score = 1.0 if ok else 0.0
@@ -293,8 +297,7 @@ def grade_tool_calls(
                 "name_match": j is not None and got[j].name == want[i].name,
                 "arguments_equal": pair.exact,
                 "values_equal": pair.values,
-                "arguments": len(_required(_with_defaults(want[i], defaults)))
-                + pair.optional_given,
+                "arguments": required[i] + pair.optional_given,
             }
         )
     match = r_name + r_param + r_value
