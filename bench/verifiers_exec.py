@@ -24,8 +24,8 @@ Peers, each called in this process with no guard at all:
 
 referee: one server (uvicorn on a free loopback port, the default settings), batches of
 ``--batch`` items posted by 2 client threads. Half the responses are right. Reported: items/s of
-each, referee's ratio to the peer and the share of items where the two give the same verdict.
-Writes OUT/verifiers_exec.md (OUT: bench/out/).
+each (the fastest of 5 rounds), referee's ratio to the peer and the share of items where the two
+give the same verdict. Writes OUT/verifiers_exec.md (OUT: bench/out/).
 """
 
 from __future__ import annotations
@@ -207,10 +207,17 @@ def bfcl_peer(rows: list[tuple[str, dict[str, Any], list[dict[str, Any]], str]])
 Peer = Callable[[int], float]
 
 
+ROUNDS = 5
+
+
 def in_process(score: Peer, n: int) -> tuple[float, list[float]]:
-    start = time.perf_counter()
-    scores = [score(i) for i in range(n)]
-    return n / (time.perf_counter() - start), scores
+    """The fastest of ``ROUNDS`` rounds (items/s) and the scores."""
+    best, scores = 0.0, []
+    for _ in range(ROUNDS):
+        start = time.perf_counter()
+        scores = [score(i) for i in range(n)]
+        best = max(best, n / (time.perf_counter() - start))
+    return best, scores
 
 
 def over_http(
@@ -225,10 +232,13 @@ def over_http(
         return [r["score"] or 0.0 for r in resp.json()["rewards"]]
 
     post(0)  # warm-up: builds the database, starts the sandbox, warms the pool
-    start = time.perf_counter()
-    with ThreadPoolExecutor(CLIENTS) as pool:
-        scores = [s for part in pool.map(post, range(0, n, batch)) for s in part]
-    return n / (time.perf_counter() - start), scores
+    best, scores = 0.0, []
+    for _ in range(ROUNDS):
+        start = time.perf_counter()
+        with ThreadPoolExecutor(CLIENTS) as pool:
+            scores = [s for part in pool.map(post, range(0, n, batch)) for s in part]
+        best = max(best, n / (time.perf_counter() - start))
+    return best, scores
 
 
 def main() -> None:
@@ -273,7 +283,8 @@ def main() -> None:
     lines = [
         "# sql, tool_call and python graders: /v1/rewards against the peer in-process",
         "",
-        f"{CLIENTS} client threads, batches of {batch}; the peers run in one thread here.",
+        f"{CLIENTS} client threads, batches of {batch}; the peers run in one thread here. The "
+        f"fastest of {ROUNDS} rounds each, on 2 CPUs.",
         "",
         "| grader | items | referee items/s | peer | peer items/s | ratio | same verdicts |",
         "|---|---:|---:|---|---:|---:|---:|",
