@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import sqlite3
 import sys
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from types import ModuleType
 from typing import Any
 from typing import Any as Server
@@ -153,3 +155,26 @@ def test_python_grader_reads_the_sample_as_item(module: ModuleType, server: Serv
     )
     assert score("calc", "42", "42", {"split": "train"})["score"] == 1.0
     assert score("calc", "41", "42", {"split": "train"})["score"] == 0.0
+
+
+def test_spider_samples_name_their_database(
+    module: ModuleType, tmp_path: Path, referee_server_factory: Any
+) -> None:
+    """A Spider sample as veRL's data preprocessing writes one: the gold query as
+    ``ground_truth``, ``db_id`` in ``extra_info``; the grader (``{"type": "sql"}``, no database)
+    from ``reward_kwargs``; the server's folder holds ``<db_id>/<db_id>.sqlite``."""
+    folder = tmp_path / "database"
+    (folder / "concert_singer").mkdir(parents=True)
+    conn = sqlite3.connect(folder / "concert_singer" / "concert_singer.sqlite")
+    conn.executescript("CREATE TABLE singer(age INT); INSERT INTO singer VALUES (30), (40);")
+    conn.commit()
+    conn.close()
+    files = referee_server_factory(tmp_path, {"REFEREE_SQL_DATABASES_DIR": str(folder)}, "sql")
+    score = bound(module.compute_score, referee_url=files.url, grader={"type": "sql"})
+    extra = {"index": 0, "db_id": "concert_singer", "question": "Average age of singers?"}
+    gold = "SELECT avg(age) FROM singer"
+    assert (
+        score("spider", "```sql\nSELECT sum(age) / 2.0 FROM singer\n```", gold, extra)["score"]
+        == 1.0
+    )
+    assert score("spider", "SELECT max(age) FROM singer", gold, extra)["score"] == 0.0
