@@ -9,6 +9,7 @@ from fastapi import Request, Response
 from referee.client.errors import PayloadTooLarge
 from referee.client.job_models import JobRequest, JobStatus
 from referee.services.openapi_doc import api_key_router
+from referee.services.scoring.sql_files import resolve_sql_databases, uses_database_files
 
 __all__ = ["router"]
 
@@ -41,6 +42,9 @@ async def submit(body: JobRequest, request: Request, response: Response) -> JobS
             f"{len(body.items)} items in one job; the limit is {limit}: split it into jobs"
         )
     items = request.app.state.graders.expand_items(body.items)
+    graders = [item.grader.model_dump() for item in items]
+    if any(uses_database_files(g) for g in graders):  # a 422 now, not a failed job later
+        resolve_sql_databases(graders, request.app.state.settings.sql_databases_dir)
     if any(a is not b for a, b in zip(items, body.items, strict=True)):
         body = body.model_copy(update={"items": items})  # workers see concrete graders only
     status, created = await request.app.state.jobs.submit(body)

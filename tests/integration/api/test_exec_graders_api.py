@@ -139,6 +139,8 @@ def test_sql_graders_name_the_servers_database_files(
     assert outside.status_code == 422 and "database" in outside.text
     no_folder = post(server, [item("a", "SELECT 1", "concert_singer")])
     assert no_folder.status_code == 422 and "REFEREE_SQL_DATABASES_DIR" in no_folder.text
+    job = httpx.post(files.url + "/v1/jobs", json={"items": [item("b", "x", "nope")]}, timeout=30)
+    assert job.status_code == 422 and "no SQLite file 'nope'" in job.text, job.text
     for grader in (
         {"type": "sql", "reference": "SELECT 1"},
         {"type": "sql", "reference": "SELECT 1", "setup": SETUP, "database": "concert_singer"},
