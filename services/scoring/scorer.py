@@ -187,7 +187,8 @@ class Scorer:
         procedural_s = self.settings.procedural_timeout_s
         graders = [item.grader.model_dump() for item in items]
         responses = [item.response for item in items]
-        if any(uses_database_files(g) for g in graders):  # sql graders naming a server file
+        # sql graders naming a server file (length_penalty's inner one: in its inner batch)
+        if any(has_type(g, {"sql"}) for g in graders) and any(map(uses_database_files, graders)):
             graders = resolve_sql_databases(graders, self.settings.sql_databases_dir)
         if any(has_group_grader(g) for g in graders):  # majority_vote, length_penalty: per group
             graders = await resolve_group_leaves(
