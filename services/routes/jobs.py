@@ -13,6 +13,9 @@ from referee.services.scoring.sql_files import resolve_sql_databases, uses_datab
 
 __all__ = ["router"]
 
+_MAY_NAME_FILES = frozenset({"sql", "weighted", "length_penalty"})
+"""Grader types that are, or may hold, an ``sql`` grader naming a database file."""
+
 router = api_key_router(
     "/v1/jobs",
     "jobs",
@@ -42,9 +45,10 @@ async def submit(body: JobRequest, request: Request, response: Response) -> JobS
             f"{len(body.items)} items in one job; the limit is {limit}: split it into jobs"
         )
     items = request.app.state.graders.expand_items(body.items)
-    graders = [item.grader.model_dump() for item in items]
-    if any(uses_database_files(g) for g in graders):  # a 422 now, not a failed job later
-        resolve_sql_databases(graders, request.app.state.settings.sql_databases_dir)
+    if any(item.grader.type in _MAY_NAME_FILES for item in items):  # else nothing to dump
+        graders = [item.grader.model_dump() for item in items]
+        if any(map(uses_database_files, graders)):  # a 422 now, not a failed job later
+            resolve_sql_databases(graders, request.app.state.settings.sql_databases_dir)
     if any(a is not b for a, b in zip(items, body.items, strict=True)):
         body = body.model_copy(update={"items": items})  # workers see concrete graders only
     status, created = await request.app.state.jobs.submit(body)
