@@ -82,6 +82,10 @@ def _calls_from_json(value: Any) -> list[ToolCall] | None:
 
 
 def _loads(text: str) -> Any:
+    """The JSON object or list ``text`` spells (stripped), else None. Only text that opens
+    like one is parsed: a failed ``json.loads`` costs more than the rest of a cheap check."""
+    if text[:1] not in ("{", "["):
+        return None
     try:
         return json.loads(text)
     except (json.JSONDecodeError, RecursionError):
