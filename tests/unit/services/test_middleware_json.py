@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from referee.services import middleware
 from referee.services.middleware import json_problem
 
 # what a string may be made of: the bytes that could fool a scan of the brackets
@@ -37,7 +38,14 @@ def _value(rng: random.Random, depth: int) -> Any:
     return {_text(rng): _value(rng, depth - 1) for _ in range(rng.randint(0, 3))}
 
 
-def test_the_depth_read_off_the_brackets_is_the_parsers() -> None:
+@pytest.mark.parametrize("bytes_a_quote", [None, 0, 10**9])
+def test_the_depth_read_off_the_brackets_is_the_parsers(
+    bytes_a_quote: int | None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # None: the scan as it chooses; 0: the pieces always walked (long strings); 10**9: the
+    # escapes always removed first (short strings)
+    if bytes_a_quote is not None:
+        monkeypatch.setattr(middleware, "_BYTES_A_QUOTE", bytes_a_quote)
     rng = random.Random(7)
     checked = {True: 0, False: 0}
     for _ in range(5000):
