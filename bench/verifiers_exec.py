@@ -26,13 +26,15 @@ referee: one server (uvicorn on a free loopback port, the default settings), bat
 ``--batch`` items posted by 2 client threads, each batch's JSON body encoded before the clock
 starts (a trainer builds its requests on its own cores; here the client would take the server's
 2) and each answer decoded inside it. Half the responses are right. Reported: items/s of
-each (the fastest of 5 rounds), referee's ratio to the peer and the share of items where the two
-give the same verdict. Writes OUT/verifiers_exec.md (OUT: bench/out/).
+each (the fastest of 7 rounds, referee's and the peer's in turns), referee's ratio to the peer
+and the share of items where the two give the same verdict. Writes OUT/verifiers_exec.md
+(OUT: bench/out/).
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import importlib
 import json
 import re
@@ -210,23 +212,22 @@ def bfcl_peer(rows: list[tuple[str, dict[str, Any], list[dict[str, Any]], str]])
 Peer = Callable[[int], float]
 
 
-ROUNDS = 5
+ROUNDS = 7
 
 
 def in_process(score: Peer, n: int) -> tuple[float, list[float]]:
-    """The fastest of ``ROUNDS`` rounds (items/s) and the scores."""
-    best, scores = 0.0, []
-    for _ in range(ROUNDS):
-        start = time.perf_counter()
-        scores = [score(i) for i in range(n)]
-        best = max(best, n / (time.perf_counter() - start))
-    return best, scores
+    """One round of the peer: items/s and the scores."""
+    start = time.perf_counter()
+    scores = [score(i) for i in range(n)]
+    return n / (time.perf_counter() - start), scores
 
 
 def over_http(
-    url: str, make: Callable[[int], dict[str, Any]], n: int, batch: int
-) -> tuple[float, list[float]]:
-    client = thread_clients(url, timeout=600)
+    url: str, make: Callable[[int], dict[str, Any]], n: int, batch: int, peer: Callable[[], Any]
+) -> tuple[float, list[float], float, list[float]]:
+    """The fastest of ``ROUNDS`` rounds of referee (items/s, scores) and of ``peer`` (one round
+    of it: items/s, scores), taken in turns: this machine's speed drifts by as much as 2x within
+    a minute (a shared host), and rounds in turns see the same drift on both sides."""
     # the bodies are encoded before the clock starts, as the peer's inputs are ready before
     # its clock starts: a trainer builds them on its own cores, which here would be the
     # server's (2 in all); decoding the answers is timed
@@ -235,24 +236,30 @@ def over_http(
         for first in range(0, n, batch)
     }
     headers = {"content-type": "application/json"}
+    client = thread_clients(url, timeout=600)
 
     def post(first: int) -> list[float]:
         resp = client().post("/v1/rewards", content=bodies[first], headers=headers)
         resp.raise_for_status()
         return [r["score"] or 0.0 for r in resp.json()["rewards"]]
 
-    best, scores = 0.0, []
+    ours = theirs = 0.0
+    our_scores: list[float] = []
+    their_scores: list[float] = []
     # one set of client threads for every round: each makes its httpx client (an SSL context,
     # ~35 ms of CPU) once, in the warm-up, not on a round's clock
     with ThreadPoolExecutor(CLIENTS) as pool:
         # warm-up, one post per thread: builds the database, starts the sandbox, warms the pool
         barrier = threading.Barrier(CLIENTS)
         list(pool.map(lambda _k: (barrier.wait(), post(0)), range(CLIENTS)))
+        peer()  # the peer's warm-up
         for _ in range(ROUNDS):
             start = time.perf_counter()
-            scores = [s for part in pool.map(post, range(0, n, batch)) for s in part]
-            best = max(best, n / (time.perf_counter() - start))
-    return best, scores
+            our_scores = [s for part in pool.map(post, range(0, n, batch)) for s in part]
+            ours = max(ours, n / (time.perf_counter() - start))
+            rate, their_scores = peer()
+            theirs = max(theirs, rate)
+    return ours, our_scores, theirs, their_scores
 
 
 def main() -> None:
@@ -284,8 +291,9 @@ def main() -> None:
         server = start_referee(env, log=Path(tmp) / "server.log")
         try:
             for name, make, peer, peer_name, count in graders:
-                ours, our_scores = over_http(server.url, make, count, batch)
-                theirs, their_scores = in_process(peer, count)
+                ours, our_scores, theirs, their_scores = over_http(
+                    server.url, make, count, batch, functools.partial(in_process, peer, count)
+                )
                 same = sum(a == b for a, b in zip(our_scores, their_scores, strict=True)) / count
                 if name != "tool_call (BFCL)" and sum(our_scores) != count // 2 + count % 2:
                     raise RuntimeError(f"{name}: referee scored {sum(our_scores)} of {count}")
@@ -298,7 +306,8 @@ def main() -> None:
         "# sql, tool_call and python graders: /v1/rewards against the peer in-process",
         "",
         f"{CLIENTS} client threads, batches of {batch}; the peers run in one thread here. The "
-        f"fastest of {ROUNDS} rounds each, on 2 CPUs.",
+        f"fastest of {ROUNDS} rounds each, referee's and the peer's taken in turns (the "
+        "machine's speed drifts), on 2 CPUs.",
         "",
         "| grader | items | referee items/s | peer | peer items/s | ratio | same verdicts |",
         "|---|---:|---:|---|---:|---:|---:|",
