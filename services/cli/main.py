@@ -97,23 +97,19 @@ def _rewards(args: argparse.Namespace) -> int:
     from referee.client.models import RewardItem, RewardResult
 
     items: list[RewardItem] = []
+    lines: list[int] = []
     bad: list[RewardResult] = []
     with open(args.file, encoding="utf-8") as stream:
         for lineno, data, error in _read_items(stream):
             if data is not None:
                 try:
                     items.append(RewardItem.model_validate(data))
+                    lines.append(lineno)
                     continue
                 except ValidationError as exc:
                     first = exc.errors()[0]
                     error = f"line {lineno}: {'.'.join(map(str, first['loc']))}: {first['msg']}"
-            bad.append(
-                RewardResult(
-                    id=str((data or {}).get("id", lineno)),
-                    score=0.0,
-                    details={"outcome": "invalid", "error": error},
-                )
-            )
+            bad.append(_invalid(str((data or {}).get("id", lineno)), str(error)))
     out = open(args.out, "w", encoding="utf-8") if args.out else sys.stdout
     bar = tqdm(total=len(items), unit="item", desc="scoring", file=sys.stderr, disable=args.quiet)
     results: list[RewardResult] = []
@@ -123,12 +119,11 @@ def _rewards(args: argparse.Namespace) -> int:
             from referee.client import RefereeClient
 
             with RefereeClient(args.server, api_key=args.api_key, chunk_size=step) as client:
-                for start in range(0, len(items), step):
-                    part = client.rewards(items[start : start + step]).rewards
-                    results.extend(part)
-                    bar.update(len(part))
+                parts = _in_parts(items, lines, step, lambda p: client.rewards(p).rewards, bar)
+                results, refused = parts
         else:
-            results = _score_locally(items, args, bar)
+            results, refused = _score_locally(items, lines, args, bar)
+        bad.extend(refused)
     finally:
         bar.close()
     for res in results + bad:
@@ -143,10 +138,50 @@ def _rewards(args: argparse.Namespace) -> int:
     return 0 if not bad else 2
 
 
-def _score_locally(items: Sequence[Any], args: argparse.Namespace, bar: Any) -> list[Any]:
+def _invalid(item_id: str, error: str) -> Any:
+    from referee.client.models import RewardResult
+
+    return RewardResult(id=item_id, score=0.0, details={"outcome": "invalid", "error": error})
+
+
+def _in_parts(
+    items: Sequence[Any], lines: Sequence[int], step: int, score: Any, bar: Any
+) -> tuple[list[Any], list[Any]]:
+    """``items`` scored ``step`` at a time by ``score(part) -> results``: the results, and the
+    items refused. When the scorer refuses a part for one item (``items.N...``: a database the
+    folder lacks, say), that item is reported as an invalid line with the reason and the rest of
+    the part is scored without it, its groups whole; every other failure stops the run."""
+    import re
+
+    from referee.client.errors import InvalidRequest
+
+    results: list[Any] = []
+    refused: list[Any] = []
+    for start in range(0, len(items), step):
+        chunk, at = list(items[start : start + step]), list(lines[start : start + step])
+        bar.update(len(chunk))
+        while chunk:
+            try:
+                results.extend(score(chunk))
+                break
+            except InvalidRequest as exc:
+                named = re.match(r"items\.(\d+)\.", str(exc))
+                if named is None or int(named.group(1)) >= len(chunk):
+                    raise
+                n = int(named.group(1))
+                reason = str(exc)[named.end() :]
+                refused.append(_invalid(chunk[n].id, f"line {at[n]}: {reason}"))
+                del chunk[n], at[n]
+    return results, refused
+
+
+def _score_locally(
+    items: Sequence[Any], lines: Sequence[int], args: argparse.Namespace, bar: Any
+) -> tuple[list[Any], list[Any]]:
     """The server's own scorer (``services/scoring/scorer.py``), in-process: the check pool, sandbox
     slots for code items, the judge and PRM policy the settings name, the deadlines
-    (``REFEREE_MATH_TIMEOUT_S``, ``REFEREE_PROCEDURAL_TIMEOUT_S``), named graders."""
+    (``REFEREE_MATH_TIMEOUT_S``, ``REFEREE_PROCEDURAL_TIMEOUT_S``), named graders, the SQLite
+    files of ``REFEREE_SQL_DATABASES_DIR``. The scored results, and the items refused."""
     import asyncio
 
     from referee.services.scoring.code import has_code
@@ -161,22 +196,16 @@ def _score_locally(items: Sequence[Any], args: argparse.Namespace, bar: Any) -> 
     # sandbox slots only for code items; an offline run leaves a server's curriculum alone
     scorer = Scorer.from_settings(settings, sandbox=code, graders=graders, curriculum=False)
     step = max(1, min(args.chunk_size, 128))
-
-    async def run() -> list[Any]:
-        try:
-            if scorer.sandbox is not None:
-                await asyncio.to_thread(scorer.sandbox.start)
-            results: list[Any] = []
-            for start in range(0, len(items), step):
-                chunk = items[start : start + step]
-                out = await scorer.score(chunk, 1.0)
-                results.extend(out.rewards)
-                bar.update(len(chunk))
-            return results
-        finally:
-            await scorer.close()
-
-    return asyncio.run(run())
+    loop = asyncio.new_event_loop()
+    try:
+        if scorer.sandbox is not None:
+            loop.run_until_complete(asyncio.to_thread(scorer.sandbox.start))
+        return _in_parts(
+            items, lines, step, lambda p: loop.run_until_complete(scorer.score(p, 1.0)).rewards, bar
+        )
+    finally:
+        loop.run_until_complete(scorer.close())
+        loop.close()
 
 
 RUN_EXIT_CODES = {

@@ -188,7 +188,10 @@ class Scorer:
         graders = [item.grader.model_dump() for item in items]
         responses = [item.response for item in items]
         # sql graders naming a server file (length_penalty's inner one: in its inner batch)
-        if any(has_type(g, {"sql"}) for g in graders) and any(map(uses_database_files, graders)):
+        sql_or_inner = {"sql", "length_penalty"}
+        if any(has_type(g, sql_or_inner) for g in graders) and any(
+            map(uses_database_files, graders)
+        ):
             graders = resolve_sql_databases(graders, self.settings.sql_databases_dir)
         if any(has_group_grader(g) for g in graders):  # majority_vote, length_penalty: per group
             graders = await resolve_group_leaves(

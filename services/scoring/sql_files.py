@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from referee.client.errors import InvalidRequest
-from referee.verifiers.tree import iter_leaves, map_leaves
+from referee.verifiers.tree import has_type, iter_leaves, map_leaves
 
 __all__ = ["database_file", "resolve_sql_databases", "uses_database_files"]
 
@@ -80,7 +80,13 @@ def resolve_sql_databases(
 
         return leaf_path
 
-    return [
-        map_leaves(g, resolve(n), inner=True) if uses_database_files(g) else g
-        for n, g in enumerate(graders)
-    ]
+    out = []
+    for n, grader in enumerate(graders):
+        if uses_database_files(grader):
+            if has_type(grader, {"length_penalty"}):
+                # every name is checked here, the inner grader's too; the inner grader keeps its
+                # name alone: it is scored in an inner batch of items, which finds the file again
+                map_leaves(grader, resolve(n), inner=True)
+            grader = map_leaves(grader, resolve(n))
+        out.append(grader)
+    return out

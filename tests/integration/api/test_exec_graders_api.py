@@ -127,6 +127,21 @@ def test_sql_graders_name_the_servers_database_files(
         ],
     )
     assert [r["score"] for r in out] == [1.0, 0.0, 1.0, 0.0, 0.5]
+    # length_penalty's inner grader names a file too (scored in the inner batch)
+    inner = item("", "", "concert_singer")["grader"]
+    penalty = {"type": "length_penalty", "grader": inner, "beta": 0.5}
+    penalty = {**penalty, "max_length": 1000}
+    group = [
+        {"id": f"p{k}", "response": q, "grader": penalty, "group": "g"}
+        for k, q in enumerate(["SELECT name FROM t", "SELECT 1"])
+    ]
+    penalised = rewards(files, group)
+    assert [r["details"]["inner"]["outcome"] for r in penalised] == ["correct", "wrong"]
+    assert penalised[0]["score"] > 0.9 and penalised[1]["score"] <= 0, penalised
+    unknown_inner = {**penalty, "grader": {**inner, "database": "nope"}}
+    refused = post(files, [{**member, "grader": unknown_inner} for member in group])
+    assert refused.status_code == 422, refused.text
+    assert "items.0.grader.grader.database" in refused.text, refused.text
     assert out[3]["details"]["outcome"] == "refused"
     assert (
         rewards(files, [item("again", "SELECT name FROM t", "concert_singer")])[0]["score"] == 1.0

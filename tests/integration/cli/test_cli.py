@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sqlite3
 from pathlib import Path
 from typing import Any
 
@@ -183,3 +184,66 @@ def test_rewards_in_process_use_the_judge_and_policy_the_settings_name(tmp_path:
     assert 0.0 < judged["score"] < 1.0
     assert estimated["details"]["outcome"] == "prm", estimated
     assert estimated["details"]["steps"], estimated
+
+
+def test_rewards_in_process_read_the_database_files_the_settings_name(tmp_path: Path) -> None:
+    """``referee rewards`` resolves an sql grader's ``database`` in REFEREE_SQL_DATABASES_DIR,
+    as the server does, inside length_penalty's inner batch too; an unknown name is that line's
+    error, the others are scored."""
+    folder = tmp_path / "database" / "shop"
+    folder.mkdir(parents=True)
+    conn = sqlite3.connect(folder / "shop.sqlite")
+    conn.executescript("CREATE TABLE t(id INT, name TEXT); INSERT INTO t VALUES (1,'a'),(2,'b');")
+    conn.commit()
+    conn.close()
+    sql = {"type": "sql", "database": "shop", "reference": "SELECT name FROM t"}
+    penalty = {"type": "length_penalty", "grader": sql, "beta": 0.5, "max_length": 1000}
+    rows = [
+        {"id": "ok", "response": "```sql\nSELECT name FROM t ORDER BY id DESC\n```", "grader": sql},
+        {"id": "wrong", "response": "SELECT name FROM t WHERE id = 1", "grader": sql},
+        {"id": "penalty", "response": "SELECT name FROM t", "grader": penalty, "group": "g"},
+        {"id": "penalty-wrong", "response": "SELECT 1", "grader": penalty, "group": "g"},
+        {"id": "unknown", "response": "SELECT 1", "grader": {**sql, "database": "nope"}},
+    ]
+    src, out = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
+    src.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    env = {"REFEREE_SQL_DATABASES_DIR": str(tmp_path / "database")}
+    done = referee("rewards", str(src), "--out", str(out), "--workers", "1", "--quiet", env=env)
+    results = {r["id"]: r for r in map(json.loads, out.read_text().splitlines())}
+    assert results["ok"]["score"] == 1.0, results["ok"]
+    assert results["wrong"]["score"] == 0.0
+    # the group of two is scored together, though a line of its part was refused
+    penalised = results["penalty"]["details"], results["penalty-wrong"]["details"]
+    assert [d["inner"]["outcome"] for d in penalised] == ["correct", "wrong"], penalised
+    assert [d["group_pass_rate"] for d in penalised] == [0.5, 0.5], penalised
+    assert results["penalty"]["score"] > 0.9 and results["penalty-wrong"]["score"] <= 0
+    assert results["unknown"]["score"] == 0.0
+    error = results["unknown"]["details"]["error"]
+    assert error.startswith("line 5: grader.database: no SQLite file 'nope'"), error
+    assert done.returncode == 2, done.stderr  # the unknown database is reported
+
+
+def test_rewards_through_the_server_lose_only_the_items_it_refuses(
+    server: Server, tmp_path: Path
+) -> None:
+    """The server refuses a request for one item (a database it has no folder for): that line is
+    reported with the server's reason, the rest of its chunk is scored."""
+    sql = {"type": "sql", "database": "shop", "reference": "SELECT 1"}
+    rows = [
+        {"id": f"m{i}", "response": f"\\boxed{{{i}}}", "grader": {"type": "math", "reference": "1"}}
+        for i in range(3)
+    ]
+    rows.insert(1, {"id": "sql", "response": "SELECT 1", "grader": sql})
+    src, out = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
+    src.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    done = referee("rewards", str(src), "--out", str(out), "--server", server.url, "--quiet")
+    assert done.returncode == 2, done.stderr
+    results = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [(r["id"], r["score"]) for r in results] == [
+        ("m0", 0.0),
+        ("m1", 1.0),
+        ("m2", 0.0),
+        ("sql", 0.0),
+    ]
+    assert results[3]["details"]["outcome"] == "invalid"
+    assert results[3]["details"]["error"].startswith("line 2: grader.database: this server has no")

@@ -10,6 +10,7 @@ submitted at once all complete.
 from __future__ import annotations
 
 import socket
+import sqlite3
 import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -20,13 +21,21 @@ import redis
 from job_helpers import Cluster, settle
 from prm_rows import prm_items
 
-from referee.client import JobState, NotFound, RefereeClient
+from referee.client import InvalidRequest, JobState, NotFound, RefereeClient
 from referee.services.launcher import Server, free_port, start_tiny_llm
 
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory, referee_server_factory: Any) -> Iterator[Any]:
-    c = Cluster(tmp_path_factory.mktemp("queued"), referee_server_factory)
+    tmp = tmp_path_factory.mktemp("queued")
+    databases = tmp / "database"  # Spider's layout, for the sql job
+    (databases / "shop").mkdir(parents=True)
+    conn = sqlite3.connect(databases / "shop" / "shop.sqlite")
+    conn.executescript("CREATE TABLE t(id INT, name TEXT); INSERT INTO t VALUES (1,'a'),(2,'b');")
+    conn.commit()
+    conn.close()
+    env = {"REFEREE_SQL_DATABASES_DIR": str(databases)}
+    c = Cluster(tmp, referee_server_factory, env)
     c.start_worker("w1")
     c.start_worker("w2")
     yield c
@@ -56,6 +65,30 @@ def test_a_job_runs_on_a_worker(cluster: Cluster) -> None:
     assert done.worker is not None and done.worker.split(":")[0] == socket.gethostname()
     assert done.result is not None
     assert [r.score for r in done.result.rewards] == [1.0 if i == 3 else 0.0 for i in range(20)]
+
+
+def test_a_job_of_sql_items_reads_the_database_files_on_the_worker(cluster: Cluster) -> None:
+    """The worker resolves ``database`` in its own REFEREE_SQL_DATABASES_DIR (the API checked
+    the names at submission), length_penalty's inner grader too."""
+    sql = {"type": "sql", "database": "shop", "reference": "SELECT name FROM t"}
+    penalty = {"type": "length_penalty", "grader": sql, "beta": 0.5, "max_length": 1000}
+    queries = ["SELECT name FROM t ORDER BY id DESC", "SELECT name FROM t WHERE id = 1"]
+    items = [{"id": f"s{k}", "response": q, "grader": sql} for k, q in enumerate(queries)]
+    items += [
+        {"id": f"p{k}", "response": q, "grader": penalty, "group": "g"}
+        for k, q in enumerate(queries)
+    ]
+    with RefereeClient(cluster.api.url) as client:
+        done = client.wait(client.submit(items), timeout_s=180)
+        with pytest.raises(InvalidRequest, match="no SQLite file 'nope'"):
+            client.submit([{"id": "x", "response": "1", "grader": {**sql, "database": "nope"}}])
+    assert done.state is JobState.SUCCEEDED, done.error
+    assert done.worker is not None and done.result is not None
+    rewards = {r.id: r for r in done.result.rewards}
+    assert [rewards["s0"].score, rewards["s1"].score] == [1.0, 0.0]
+    inner = [rewards[f"p{k}"].details["inner"]["outcome"] for k in range(2)]
+    assert inner == ["correct", "wrong"], rewards
+    assert rewards["p0"].score > 0.9 and rewards["p1"].score <= 0
 
 
 def test_a_worker_killed_mid_job_loses_nothing(cluster: Cluster) -> None:
