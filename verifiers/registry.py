@@ -21,6 +21,7 @@ from referee.verifiers.format_check import check_format
 from referee.verifiers.math import MathConfig, verify
 from referee.verifiers.multiple_choice import verify_multiple_choice
 from referee.verifiers.string_check import string_check
+from referee.verifiers.text_scan import after_thinking
 from referee.verifiers.tree import iter_leaves
 from referee.verifiers.weighted import combine
 
@@ -98,7 +99,8 @@ def _multiple_choice(grader: dict[str, Any], response: str) -> Verdict:
 
 
 def _string_check(grader: dict[str, Any], response: str) -> Verdict:
-    result = string_check(response, grader["reference"], grader.get("operation", "eq"))
+    reference, operation = grader["reference"], grader.get("operation", "eq")
+    result = string_check(after_thinking(response), reference, operation)
     return result.score, _details(result.to_dict())
 
 
@@ -111,7 +113,7 @@ def _instruction_following(grader: dict[str, Any], response: str) -> Verdict:
     from referee.verifiers.instructions import check_instructions
 
     followed = check_instructions(
-        response,
+        after_thinking(response),
         grader["instructions"],
         mode=grader.get("mode", "strict"),
         aggregate=grader.get("aggregate", "fraction"),
@@ -123,7 +125,7 @@ def _text_similarity(grader: dict[str, Any], response: str) -> Verdict:
     from referee.verifiers.text_similarity import similarity
 
     sim = similarity(
-        response,
+        after_thinking(response),
         grader["reference"],
         grader.get("evaluation_metric", "fuzzy_match"),
         grader.get("pass_threshold"),
@@ -174,7 +176,9 @@ def _tool_call(grader: dict[str, Any], response: str) -> Verdict:
 def _json_schema(grader: dict[str, Any], response: str) -> Verdict:
     from referee.verifiers.json_schema import check_json_schema
 
-    check = check_json_schema(response, grader["schema"], grader.get("extract", "auto"))
+    check = check_json_schema(
+        after_thinking(response), grader["schema"], grader.get("extract", "auto")
+    )
     return check.score, check.to_dict()
 
 

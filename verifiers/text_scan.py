@@ -9,12 +9,32 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-__all__ = ["Box", "boxed_spans", "closing_brace", "find_boxed", "last_tag_content"]
+__all__ = [
+    "THINK_END",
+    "Box",
+    "after_thinking",
+    "boxed_spans",
+    "closing_brace",
+    "find_boxed",
+    "last_tag_content",
+]
+
+THINK_END = "</think>"
 
 _BOX = re.compile(r"\\(?:boxed|fbox)(?![A-Za-z])")
 _MAX_BOXES = 64
 _MAX_GAP = 64  # spaces allowed between \boxed and its brace
 _MAX_BARE_TOKEN = 24  # \boxed 5: the bare token after it
+
+
+def after_thinking(text: str) -> str:
+    """A reasoning model's final answer: the text after the last ``</think>``, its surrounding
+    whitespace removed; ``text`` as it is when it closes no think block. What the graders of the
+    answer's form and wording read (string checks, instructions, similarity, JSON), so that the
+    reasoning neither earns nor loses them anything: "no commas" is about the answer, and a
+    reference "like"-matched in the reasoning is not an answer."""
+    cut = text.rfind(THINK_END)
+    return text if cut < 0 else text[cut + len(THINK_END) :].strip()
 
 
 def closing_brace(text: str, start: int) -> int | None:

@@ -28,6 +28,7 @@ from referee.sandbox.models import RunResult
 from referee.services.execution.program import Program, ProgramLimits
 from referee.services.execution.runners import CodeRunner
 from referee.services.execution.slots import SandboxExecutor
+from referee.verifiers.text_scan import after_thinking
 from referee.verifiers.tool_calls import parse_tool_calls
 from referee.verifiers.tree import Path, leaves, replace
 
@@ -74,7 +75,9 @@ def driver_source(source: str, mark: str) -> str:
 
 def sample_of(response: str) -> dict[str, Any]:
     """OpenAI's ``sample`` for a text response: output_text, output_json, output_tools,
-    choices."""
+    choices. A reasoning model's think block is not in them (OpenAI's ``output_text`` is the
+    answer, not the reasoning): they hold what follows the last ``</think>``."""
+    response = after_thinking(response)
     try:
         output_json = json.loads(response)
     except (json.JSONDecodeError, RecursionError):

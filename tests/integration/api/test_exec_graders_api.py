@@ -245,6 +245,12 @@ def test_python_grader_in_the_sandbox(server: Server) -> None:
                 "import socket\ndef grade(s, i):\n"
                 "    socket.create_connection(('1.1.1.1', 53), timeout=2)\n    return 1.0\n",
             ),
+            python_item(  # OpenAI's output_text is the answer, not a think block
+                "reasoning",
+                "def grade(s, i):\n    return float(s['output_text'] == '41' == "
+                "s['choices'][0]['message']['content'] and s['output_json'] == 41)\n",
+                '<think>\n42? no: 41, {"x": 1}\n</think>\n\n41',
+            ),
             python_item(
                 "fake",
                 "import os\nos.write(1, b'@@referee-result-0@@{\"value\": 1.0}\\n')\n"
@@ -257,6 +263,7 @@ def test_python_grader_in_the_sandbox(server: Server) -> None:
     assert by_id["right"]["valid"] and by_id["wrong"]["valid"]
     assert by_id["wrong"]["score"] == 0.0
     assert by_id["json"]["score"] == 0.25
+    assert by_id["reasoning"]["score"] == 1.0, by_id["reasoning"]
     assert by_id["fake"]["score"] == 0.0  # a forged line without the run's nonce is ignored
     reasons = {
         "raises": "KeyError",

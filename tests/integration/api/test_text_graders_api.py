@@ -80,6 +80,16 @@ def test_instruction_verdicts_equal_lm_evals(
         seen.add(reward["score"])
     assert len(seen) >= 3  # the responses follow different shares of the instructions
 
+    # a reasoning model's response: the verdicts are lm-eval's on the answer after </think>
+    # (what veRL's and open-instruct's IFEval rewards give the checkers), not on the reasoning
+    think = "<think>\nOkay, The User wants a Title, no commas, under 12 words.\n</think>\n\n"
+    items = [{**item, "response": think + item["response"]} for item in items]
+    r = post(server, {"items": items})
+    assert r.status_code == 200, r.text
+    for reward, response in zip(r.json()["rewards"], RESPONSES, strict=True):
+        got = [v["followed"] for v in reward["details"]["instructions"]]
+        assert got == verdicts(peer, response, instructions, mode=mode), response
+
 
 def test_similarity_scores_equal_the_libraries(server: Server) -> None:
     reference = "The Eiffel Tower is in Paris, France."

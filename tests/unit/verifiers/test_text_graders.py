@@ -544,3 +544,53 @@ def test_the_wire_names_every_metric_the_verifier_knows() -> None:
     assert set(_UNAVAILABLE) == set(UNAVAILABLE) == set()
     assert "cosine" in METRICS
     assert _grader({"type": "text_similarity", "reference": "x", "evaluation_metric": "cosine"})
+
+
+REASONING = (
+    "<think>\nThe user wants the capital, in lower case, without commas. Paris, maybe Lyon? "
+    'I recall {"city": "lyon"} from somewhere, but no: PARIS it is.\n</think>\n\n'
+    "the capital of france is paris"
+)
+
+
+@pytest.mark.parametrize(
+    ("grader", "score"),
+    [
+        ({"type": "string_check", "reference": "the capital of france is paris"}, 1.0),
+        ({"type": "string_check", "reference": "Lyon", "operation": "ilike"}, 0.0),
+        (
+            {
+                "type": "instruction_following",
+                "instructions": [
+                    {"id": "punctuation:no_comma"},
+                    {"id": "change_case:english_lowercase"},
+                    {
+                        "id": "length_constraints:number_words",
+                        "kwargs": {"relation": "less than", "num_words": 10},
+                    },
+                ],
+            },
+            1.0,
+        ),
+        (
+            {
+                "type": "text_similarity",
+                "evaluation_metric": "fuzzy_match",
+                "reference": "the capital of france is paris",
+            },
+            1.0,
+        ),
+        ({"type": "json_schema", "schema": {"type": "object"}}, 0.0),
+    ],
+)
+def test_the_answer_graders_read_what_follows_the_reasoning(
+    grader: dict[str, Any], score: float
+) -> None:
+    """A reasoning model's think block neither earns nor loses the answer's graders anything:
+    the commas, capitals and words of the reasoning do not count against IFEval's instructions,
+    a reference named only in the reasoning is not `like`-matched, a JSON object written only
+    in the reasoning is not the answer."""
+    got, details = score_item(grader, REASONING)
+    assert got == score, details
+    # the same answer without a think block scores the same
+    assert score_item(grader, "the capital of france is paris")[0] == score
