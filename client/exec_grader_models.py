@@ -82,6 +82,9 @@ class SQLGrader(_Model):
 
 
 class ToolCallSpec(_Model):
+    """One expected call. `parameters` is read as `arguments` (ToolRL's and xLAM's tool
+    definitions' spelling)."""
+
     name: str = Field(..., min_length=1, max_length=256, examples=["get_weather"])
     arguments: dict[str, Any] = Field(default_factory=dict, examples=[{"city": "Paris"}])
     allowed: dict[str, list[Any]] | None = Field(
@@ -92,6 +95,13 @@ class ToolCallSpec(_Model):
         "reference column is read into this.",
         examples=[{"city": ["Paris", "Paris, France"], "unit": ["celsius", ""]}],
     )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _parameters(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "parameters" in data and "arguments" not in data:
+            data = {("arguments" if k == "parameters" else k): v for k, v in data.items()}
+        return data
 
 
 class ToolCallGrader(_Model):

@@ -302,10 +302,40 @@ def _bfcl_call(entry: Any) -> dict[str, Any] | None:
     return {"name": name, "allowed": allowed}
 
 
+def _tagged_calls(text: str) -> list[dict[str, Any]] | None:
+    """ToolRL's ground truth: ``<tool_call>`` blocks of JSON calls (one a line, ``parameters``
+    or ``arguments``), beside a ``<think>`` and a ``<response>``; an answer with a
+    ``<response>`` and no ``<tool_call>`` makes no call (``[]``). None when it is neither, or a
+    block holds anything but calls."""
+    text = text.rsplit("</think>", 1)[-1]
+    if "<tool_call>" not in text:
+        return [] if "<response>" in text else None
+    decoder = json.JSONDecoder()
+    calls: list[dict[str, Any]] = []
+    for block in text.split("<tool_call>")[1:]:
+        body = block.split("</tool_call>", 1)[0].strip()
+        at = 0
+        while at < len(body) and len(calls) <= 64:
+            try:
+                value, at = decoder.raw_decode(body, at)
+            except (json.JSONDecodeError, RecursionError):
+                return None
+            for call in value if isinstance(value, list) else [value]:
+                if not isinstance(call, dict) or not isinstance(call.get("name"), str):
+                    return None
+                calls.append(call)
+            while at < len(body) and body[at].isspace():
+                at += 1
+    return calls
+
+
 def tool_calls_from_value(value: Any) -> list[dict[str, Any]] | None:
     """Reference tool calls from a list of ``{"name", "arguments"}`` (or one such object), or
     JSON text of either (xLAM's ``answers`` column is a JSON string), or BFCL's ground truth
-    (``[{fn: {arg: [possible values]}}]``, read as ``{"name", "allowed"}``)."""
+    (``[{fn: {arg: [possible values]}}]``, read as ``{"name", "allowed"}``), or ToolRL's
+    (``<tool_call>`` blocks of JSON calls, one a line: :func:`_tagged_calls`)."""
+    if isinstance(value, str) and ("<tool_call>" in value or "<response>" in value):
+        return _tagged_calls(value)
     value = _json_value(value)
     if value is _UNREADABLE:
         return None

@@ -2,7 +2,8 @@
 
 An OpenAI assistant message (or a list of them) with ``tool_calls`` (``{"type": "function",
 "function": {"name", "arguments"}}``, ``arguments`` a JSON string or an object), the legacy
-``function_call``, Hermes/Qwen ``<tool_call>{json}</tool_call>`` blocks, a JSON object or list of
+``function_call``, Hermes/Qwen ``<tool_call>{json}</tool_call>`` blocks (ToolRL's too: several
+calls one JSON object a line in one block), a JSON object or list of
 ``{"name", "arguments"}`` (xLAM's answer shape; ``parameters`` is read as ``arguments``) in the
 text or a fenced block, or Python call syntax (``[get_weather(city="Paris"), get_time(tz="CET")]``:
 BFCL's answers and the "pythonic" tool calls of Llama 3.2 and later, read with ``ast``, never run;
@@ -92,6 +93,34 @@ def _loads(text: str) -> Any:
         return None
 
 
+_SPACE = re.compile(r"\s*")
+
+
+def _block_calls(body: str) -> list[ToolCall] | None:
+    """The calls of one ``<tool_call>`` block: one JSON value (a call, a list of calls), or
+    several calls one after another (ToolRL's data and prompts write parallel calls one JSON
+    object a line in one block). Anything in the block that is not such a call: None."""
+    one = _loads(body)
+    if one is not None:
+        return _calls_from_json(one)
+    if body[:1] != "{":
+        return None
+    decoder = json.JSONDecoder()
+    calls: list[ToolCall] = []
+    at = 0
+    while at < len(body) and len(calls) <= MAX_CALLS:
+        try:
+            value, end = decoder.raw_decode(body, at)
+        except (json.JSONDecodeError, RecursionError):
+            return None
+        call = read_call(value)
+        if call is None:
+            return None
+        calls.append(call)
+        at = _SPACE.match(body, end).end()  # type: ignore[union-attr]
+    return calls or None
+
+
 def _embedded_json(text: str) -> list[ToolCall] | None:
     """The first JSON object or list in the text that holds calls."""
     decoder = json.JSONDecoder()
@@ -174,8 +203,7 @@ def parse_tool_calls(response: str) -> tuple[list[ToolCall], str | None]:
         calls = []
         for part in text.split("<tool_call>")[1:]:  # an unclosed last block counts
             body = part.split("</tool_call>", 1)[0].strip()
-            found = _calls_from_json(_loads(body))
-            calls.extend(found or [])
+            calls.extend(_block_calls(body) or [])
         if calls:
             return calls[:MAX_CALLS], "hermes"
     for _language, body in fenced_blocks(text):

@@ -18,6 +18,7 @@ from typing import Any as Server
 
 import numpy as np
 import pytest
+from toolrl_peer import rlla
 
 from referee.trainer_adapter.verl_path import reward_module_path
 
@@ -178,3 +179,29 @@ def test_spider_samples_name_their_database(
         == 1.0
     )
     assert score("spider", "SELECT max(age) FROM singer", gold, extra)["score"] == 0.0
+
+
+def test_toolrl_samples_score_as_verls_own_reward(module: ModuleType, server: Server) -> None:
+    """ToolRL's rows (veRL's ``rlla`` data): the ground truth is the model's answer as ToolRL
+    writes it (a think block, then a ``<tool_call>`` block of JSON calls, one a line); with a
+    ``{"type": "tool_call", "scoring": "toolrl"}`` grader the reward equals veRL's own
+    ``rlla.compute_score`` (the pinned verl wheel's file), parallel calls included."""
+    truth = (
+        "<think>Two lookups.</think>\n<tool_call>\n"
+        '{"name": "get_weather", "parameters": {"city": "Paris", "unit": "celsius"}}\n'
+        '{"name": "search", "parameters": {"query": "louvre hours"}}\n</tool_call>'
+    )
+    answers = [
+        truth,
+        truth.replace("celsius", "kelvin"),
+        truth.replace('{"name": "search", "parameters": {"query": "louvre hours"}}\n', ""),
+        "<think>none</think>\nIt is sunny.",
+    ]
+    grader = {"type": "tool_call", "scoring": "toolrl"}
+    score = bound(module.compute_score, referee_url=server.url, grader=grader)
+    for answer in answers:
+        theirs = rlla().compute_score(
+            "rlla", f"<|im_start|>assistant\n{answer}<|im_end|>", truth, {"experiment_name": "qwen"}
+        )
+        ours = score("rlla", answer, truth, {"index": 0})
+        assert ours["score"] == pytest.approx(theirs["score"]), (answer, ours, theirs)
