@@ -36,7 +36,7 @@ class SQLGrader(_Model):
     """Text-to-SQL execution match: the response's query and `reference` run on the database
     `setup` builds (a read-only in-memory SQLite copy per check), or on the server's SQLite file
     `database` names (Spider's and BIRD's `db_id`, opened read-only); the result sets are
-    compared as multisets, or in order when the reference has ORDER BY."""
+    compared as multisets (or sets: `compare`), or in order when the reference has ORDER BY."""
 
     type: Literal["sql"] = "sql"
     setup: str | None = Field(
@@ -60,7 +60,15 @@ class SQLGrader(_Model):
         ..., min_length=1, max_length=100_000, examples=["SELECT count(*) FROM t"]
     )
     ordered: bool | None = Field(
-        None, description="Compare rows in order; default: when the reference has ORDER BY."
+        None,
+        description="Compare rows in order; default: when the reference has ORDER BY (with "
+        "`compare: set`, never).",
+    )
+    compare: Literal["multiset", "set"] = Field(
+        "multiset",
+        description="`multiset`: each row counts as often as it comes (Spider's execution "
+        "match); `set`: duplicate rows aside, as BIRD's evaluation compares (`set(pred) == "
+        "set(gold)`).",
     )
     float_digits: int = Field(6, ge=0, le=15, description="Floats are rounded to this.")
     extract: Literal["auto", "none"] = Field(

@@ -356,7 +356,8 @@ def fill_item(grader: Mapping[str, Any], row: Mapping[str, Any]) -> dict[str, An
     grader's argument, the model graders' ``{{item.*}}`` templates), and each ``sql`` grader
     with no database the row's ``db_id`` as its ``database`` (Spider's and BIRD's rows name
     their SQLite file so) and, with no reference, the row's gold query (Spider's ``query``,
-    BIRD's ``SQL``), in ``weighted`` and ``multi`` too."""
+    BIRD's ``SQL``: then, unless the grader says, ``compare: set``, as BIRD's evaluation
+    compares), in ``weighted`` and ``multi`` too."""
     out = dict(grader)
     kind = out.get("type")
     if kind in ("python", "score_model", "label_model") and not out.get("item"):
@@ -364,9 +365,11 @@ def fill_item(grader: Mapping[str, Any], row: Mapping[str, Any]) -> dict[str, An
     elif kind == "sql":
         if out.get("setup") is None and out.get("database") is None and row.get("db_id"):
             out["database"] = str(row["db_id"])
-        gold = next((row[k] for k in ("query", "SQL") if isinstance(row.get(k), str)), None)
-        if _no_reference(out.get("reference")) and gold:
-            out["reference"] = gold
+        column = next((k for k in ("query", "SQL") if isinstance(row.get(k), str)), None)
+        if _no_reference(out.get("reference")) and column and row[column]:
+            out["reference"] = row[column]
+            if column == "SQL" and "compare" not in out:
+                out["compare"] = "set"  # BIRD's row: BIRD's evaluation compares sets
     elif kind == "weighted":
         out["graders"] = [
             {**p, "grader": fill_item(p["grader"], row)}

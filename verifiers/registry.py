@@ -151,6 +151,7 @@ def _sql(grader: dict[str, Any], response: str) -> Verdict:
             timeout_s=grader.get("timeout_s", 2.0), max_rows=grader.get("max_rows", 10_000)
         ),
         database=grader.get("database_path"),  # the server's file `database` names
+        compare=grader.get("compare", "multiset"),
     )
     return (sql.score if sql.valid else None), _details(sql.to_dict())
 

@@ -20,7 +20,8 @@ padding), on the SQL text and on the heap. Hostile SQL is a *result* (score 0, o
 
 Result sets compare as multisets of rows (column order kept, numbers by value: ``1 = 1.0``,
 floats rounded to ``float_digits``) unless the reference query has a top-level ``ORDER BY``, when
-they compare as lists (``ordered`` overrides). A setup or reference that fails is
+they compare as lists (``ordered`` overrides); ``compare="set"`` compares them as sets in any
+order, as BIRD's evaluation does. A setup or reference that fails is
 ``bad_reference`` with ``valid: false``: the data set row is broken, not the response.
 
 The databases, their limits and running one query on them are in ``sql_database.py``
@@ -168,9 +169,13 @@ def _reference_rows(
     return run
 
 
-def _equal(got: Sequence[tuple[Any, ...]], want: Sequence[tuple[Any, ...]], ordered: bool) -> bool:
+def _equal(
+    got: Sequence[tuple[Any, ...]], want: Sequence[tuple[Any, ...]], ordered: bool, as_sets: bool
+) -> bool:
     if ordered:
         return list(got) == list(want)
+    if as_sets:
+        return set(got) == set(want)
     return Counter(got) == Counter(want)
 
 
@@ -184,10 +189,12 @@ def sql_match(
     extract: bool = True,
     limits: SQLLimits | None = None,
     database: str | None = None,
+    compare: str = "multiset",
 ) -> SQLResult:
     """Score one response: 1.0 when its query returns what ``reference`` returns on ``setup``'s
     database (or on the SQLite file at the path ``database``, opened read-only), else 0.0 with
-    the outcome that says why."""
+    the outcome that says why. ``compare="set"``: duplicate rows aside and, unless ``ordered``,
+    in any order (BIRD's evaluation)."""
     limits = limits or SQLLimits()
     start = time.perf_counter()
 
@@ -214,7 +221,9 @@ def sql_match(
             return done(0.0, "bad_reference", reason=f"the setup SQL failed: {exc}", valid=False)
         key = _digest(setup or "")
         check_on = functools.partial(_fresh_copy, source, limits)
-    ordered = has_order_by(reference) if ordered is None else ordered
+    as_sets = compare == "set"
+    if ordered is None:
+        ordered = False if as_sets else has_order_by(reference)
     want = _reference_rows(key, check_on, reference, limits, float_digits)
     if want.rows is None:
         reason = f"the reference query failed ({want.outcome}): {want.reason}"
@@ -226,7 +235,7 @@ def sql_match(
     if got.rows is None:
         assert got.outcome is not None
         return done(0.0, got.outcome, query=query[:2000], reason=got.reason, ordered=ordered)
-    same = _equal(got.rows, want.rows, ordered)
+    same = _equal(got.rows, want.rows, ordered, as_sets)
     return done(
         1.0 if same else 0.0,
         "correct" if same else "wrong",

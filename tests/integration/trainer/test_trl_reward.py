@@ -238,6 +238,19 @@ def test_spider_rows_through_trl(tmp_path: Path, referee_server_factory: Any) ->
         out = call(spider, ["SELECT count(x) FROM t", "SELECT 3", "SELECT 3", "SELECT 5"], 2)
     assert out[:, 0].tolist() == [1.0, 1.0, 0.0, 1.0]
 
+    # BIRD's rows (`SQL`, `evidence`, `db_id`): compared as BIRD's evaluation does, as sets
+    bird = {"question": "Which rows are small?", "evidence": "small: x < 2", "db_id": "pets_1"}
+    gold = "SELECT x FROM t WHERE x < 2 ORDER BY x DESC"
+    rows = [{**bird, "prompt": bird["question"], "SQL": gold}]
+    answers = ["SELECT x FROM t WHERE x < 2 UNION ALL SELECT 0", "SELECT x FROM t WHERE x < 3"]
+    with trl_call(sql) as call:
+        out = call(rows, answers, 2)
+    assert out[:, 0].tolist() == [1.0, 0.0]
+    # the same query as a Spider row (`query`): duplicates count, ORDER BY orders
+    with trl_call(sql) as call:
+        out = call([{"prompt": bird["question"], "db_id": "pets_1", "query": gold}], answers, 2)
+    assert out[:, 0].tolist() == [0.0, 0.0]
+
 
 def test_python_grader_reads_the_row_as_item(server: Server) -> None:
     """OpenAI's python grader through TRL: `item` is the dataset row (its columns)."""

@@ -116,6 +116,30 @@ def test_ordered_override() -> None:
     assert sql_match(response, SETUP, reference, ordered=True).score == 0.0
 
 
+def test_compare_as_sets_as_birds_evaluation() -> None:
+    """``compare="set"``: BIRD's ``set(predicted) == set(gold)``: duplicates and order aside
+    (unless ``ordered`` says otherwise); the default counts duplicates and keeps ORDER BY's
+    order."""
+    setup = "CREATE TABLE t(x INT, y TEXT); INSERT INTO t VALUES (1,'a'),(1,'a'),(2,'b');"
+    cases = [
+        ("SELECT x, y FROM t", "SELECT DISTINCT x, y FROM t", 0.0, 1.0),
+        ("SELECT x, y FROM t ORDER BY x", "SELECT x, y FROM t ORDER BY x DESC", 0.0, 1.0),
+        ("SELECT y, x FROM t", "SELECT x, y FROM t", 0.0, 0.0),  # columns keep their order
+        ("SELECT x FROM t WHERE x = 2", "SELECT x FROM t", 0.0, 0.0),
+    ]
+    for response, reference, multiset, as_set in cases:
+        assert sql_match(response, setup, reference).score == multiset, response
+        assert sql_match(response, setup, reference, compare="set").score == as_set, response
+    ordered = sql_match(
+        "SELECT x FROM t ORDER BY x",
+        setup,
+        "SELECT DISTINCT x FROM t ORDER BY x DESC",
+        compare="set",
+        ordered=True,
+    )
+    assert ordered.score == 0.0 and ordered.ordered is True
+
+
 def test_extraction() -> None:
     assert extract_sql("```sql\nSELECT 1;\n```\nor\n```sql\nSELECT 2;\n```") == "SELECT 2"
     assert extract_sql("```\nSELECT 3\n```") == "SELECT 3"
