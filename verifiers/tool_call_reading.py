@@ -204,6 +204,8 @@ def parse_tool_calls(response: str) -> tuple[list[ToolCall], str | None]:
         for part in text.split("<tool_call>")[1:]:  # an unclosed last block counts
             body = part.split("</tool_call>", 1)[0].strip()
             calls.extend(_block_calls(body) or [])
+            if len(calls) > MAX_CALLS:
+                break
         if calls:
             return calls[:MAX_CALLS], "hermes"
     for _language, body in fenced_blocks(text):
