@@ -117,10 +117,14 @@ def _rewards(args: argparse.Namespace) -> int:
     try:
         if args.server:
             from referee.client import RefereeClient
+            from referee.client.sdk_base import _chunks
+
+            def sent(part: list[Any]) -> list[Any]:  # the SDK sends a part's groups first
+                return [item for chunk in _chunks(part, len(part)) for item in chunk]
 
             with RefereeClient(args.server, api_key=args.api_key, chunk_size=step) as client:
-                parts = _in_parts(items, lines, step, lambda p: client.rewards(p).rewards, bar)
-                results, refused = parts
+                score = lambda p: client.rewards(p).rewards  # noqa: E731
+                results, refused = _in_parts(items, lines, step, score, bar, sent)
         else:
             results, refused = _score_locally(items, lines, args, bar)
         bad.extend(refused)
@@ -145,12 +149,18 @@ def _invalid(item_id: str, error: str) -> Any:
 
 
 def _in_parts(
-    items: Sequence[Any], lines: Sequence[int], step: int, score: Any, bar: Any
+    items: Sequence[Any],
+    lines: Sequence[int],
+    step: int,
+    score: Any,
+    bar: Any,
+    sent: Any = list,
 ) -> tuple[list[Any], list[Any]]:
     """``items`` scored ``step`` at a time by ``score(part) -> results``: the results, and the
     items refused. When the scorer refuses a part for one item (``items.N...``: a database the
     folder lacks, say), that item is reported as an invalid line with the reason and the rest of
-    the part is scored without it, its groups whole; every other failure stops the run."""
+    the part is scored without it, its groups whole; every other failure stops the run.
+    ``sent(part)``: the part in the order the request holds it (``N`` counts in that order)."""
     import re
 
     from referee.client.errors import InvalidRequest
@@ -166,9 +176,10 @@ def _in_parts(
                 break
             except InvalidRequest as exc:
                 named = re.match(r"items\.(\d+)\.", str(exc))
-                if named is None or int(named.group(1)) >= len(chunk):
+                order = sent(chunk)
+                if named is None or int(named.group(1)) >= len(order):
                     raise
-                n = int(named.group(1))
+                n = next(k for k, item in enumerate(chunk) if item is order[int(named.group(1))])
                 reason = str(exc)[named.end() :]
                 refused.append(_invalid(chunk[n].id, f"line {at[n]}: {reason}"))
                 del chunk[n], at[n]

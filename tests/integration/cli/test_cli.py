@@ -234,6 +234,10 @@ def test_rewards_through_the_server_lose_only_the_items_it_refuses(
         for i in range(3)
     ]
     rows.insert(1, {"id": "sql", "response": "SELECT 1", "grader": sql})
+    # a group after it: the SDK sends a chunk's groups first, so the server's index of the
+    # refused item is not its place in the file
+    math = {"type": "math", "reference": "2"}
+    rows += [{"id": f"g{i}", "response": str(i), "grader": math, "group": "g"} for i in (2, 3)]
     src, out = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
     src.write_text("".join(json.dumps(r) + "\n" for r in rows))
     done = referee("rewards", str(src), "--out", str(out), "--server", server.url, "--quiet")
@@ -243,7 +247,9 @@ def test_rewards_through_the_server_lose_only_the_items_it_refuses(
         ("m0", 0.0),
         ("m1", 1.0),
         ("m2", 0.0),
+        ("g2", 1.0),
+        ("g3", 0.0),
         ("sql", 0.0),
     ]
-    assert results[3]["details"]["outcome"] == "invalid"
-    assert results[3]["details"]["error"].startswith("line 2: grader.database: this server has no")
+    assert results[5]["details"]["outcome"] == "invalid"
+    assert results[5]["details"]["error"].startswith("line 2: grader.database: this server has no")
