@@ -51,6 +51,7 @@ from referee.verifiers.sql_database import (
     _Run,
     _run,
 )
+from referee.verifiers.text_scan import after_thinking
 
 __all__ = [
     "SQL_OUTCOMES",
@@ -101,13 +102,11 @@ _RESULT_FIELDS: Final = tuple(f.name for f in fields(SQLResult) if f.name != "ex
 
 # --- extraction ---------------------------------------------------------------------------
 
-_THINK_END = "</think>"
-
 
 def extract_sql(response: str) -> str | None:
     """The query of a response: the last fenced ``sql`` block, else the last fenced block, else
     the text after ``</think>`` (or the whole text) when it reads as one statement."""
-    text = response.rsplit(_THINK_END, 1)[-1]
+    text = after_thinking(response)
     blocks = fenced_blocks(text)
     sql_blocks = [body for lang, body in blocks if lang in ("sql", "sqlite")]
     chosen = sql_blocks[-1] if sql_blocks else (blocks[-1][1] if blocks else None)

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from referee.verifiers.fences import fenced_blocks
+from referee.verifiers.text_scan import after_thinking
 
 __all__ = ["MAX_CALLS", "ToolCall", "parse_tool_calls", "read_call"]
 
@@ -193,7 +194,7 @@ def _openai_shaped(value: Any) -> bool:
 
 def parse_tool_calls(response: str) -> tuple[list[ToolCall], str | None]:
     """The calls in a response and where they were found (``None``: none found)."""
-    text = response.rsplit("</think>", 1)[-1].strip()
+    text = after_thinking(response)
     whole = _loads(text)
     if whole is not None:
         calls = _calls_from_json(whole)

@@ -216,6 +216,7 @@ def _score_locally(
         )
     finally:
         loop.run_until_complete(scorer.close())
+        loop.run_until_complete(loop.shutdown_default_executor())  # as asyncio.run does
         loop.close()
 
 
