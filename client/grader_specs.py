@@ -9,6 +9,7 @@ the ``{"inputs": [...], "outputs": [...]}`` form of APPS/PRIME/veRL code data.
 
 from __future__ import annotations
 
+import ast
 import json
 import re
 from collections.abc import Mapping, Sequence
@@ -264,21 +265,49 @@ def row_tests(row: Mapping[str, Any]) -> Any:
     return None
 
 
+def _literal_value(value: Any) -> Any:
+    """A row's value as plain Python, also from the text of a Python literal (open-instruct's
+    IFEval ground truth is ``str()`` of a list of dicts: single quotes, ``None``)."""
+    read = _json_value(value)
+    if read is _UNREADABLE and isinstance(value, str) and len(value) <= 1_000_000:
+        try:
+            return ast.literal_eval(value.strip())
+        except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+            return _UNREADABLE
+    return read
+
+
 def instructions_from_value(value: Any) -> dict[str, Any]:
     """An ``instruction_following`` grader's instructions from a row's reference column: an
     IFEval row (``{"instruction_id_list", "kwargs"}``), ``{"instructions": [...]}`` or a list of
-    ``{"id", "kwargs"}``, or JSON text of one of these. Nothing usable: ``{}`` (the grader is then
-    refused for having no instructions)."""
-    value = _json_value(value)
+    ``{"id", "kwargs"}``; Tülu 3's RLVR-IFeval ground truth (``{"func_name", ...its
+    arguments}``: one instruction, that function's) or open-instruct's IFEvalG rows (a list of
+    one ``{"instruction_id": [...], "kwargs": [...]}``); or JSON (or Python-literal) text of one
+    of these. Nothing usable: ``{}`` (the grader is then refused for having no instructions)."""
+    value = _literal_value(value)
     if value is _UNREADABLE:
         return {}
-    if isinstance(value, list) and all(isinstance(v, dict) and "id" in v for v in value):
+    if isinstance(value, list) and value and all(isinstance(v, dict) and "id" in v for v in value):
         return {"instructions": value}
+    if (
+        isinstance(value, list)
+        and len(value) == 1
+        and isinstance(value[0], dict)
+        and "instruction_id" in value[0]
+    ):
+        value = value[0]
     if isinstance(value, dict):
-        if "instruction_id_list" in value:
-            return {k: value[k] for k in ("instruction_id_list", "kwargs") if k in value}
+        if "instruction_id_list" in value or "instruction_id" in value:
+            ids = value.get("instruction_id_list", value.get("instruction_id"))
+            out = {"instruction_id_list": ids}
+            if "kwargs" in value:
+                out["kwargs"] = value["kwargs"]
+            return out
         if "instructions" in value:
             return {"instructions": value["instructions"]}
+        if isinstance(value.get("func_name"), str):
+            kwargs = {k: v for k, v in value.items() if k != "func_name"}
+            return {"instructions": [{"id": value["func_name"], "kwargs": kwargs}]}
     return {}
 
 

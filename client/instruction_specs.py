@@ -4,6 +4,10 @@
 The ids and kwarg names are google/IFEval's (lm-eval's ``instructions_registry``). IFEval rows
 carry every kwarg name with ``None`` for those an instruction does not use; :func:`validate_kwargs`
 drops them. A missing or ill-typed kwarg is an error (IFEval would draw a random value).
+
+Tülu 3's RLVR data (allenai/RLVR-IFeval) names its constraints by open-instruct's function names
+(``TULU_FUNCTIONS``: ``validate_word_constraint``, ``verify_keywords``, ...) with that function's
+arguments (``N``, ``quantifier``, ``keyword_list``, ...): these are ids too, beside IFEval's.
 """
 
 from __future__ import annotations
@@ -12,9 +16,17 @@ import re
 from collections.abc import Mapping
 from typing import Any, Final
 
-__all__ = ["INSTRUCTION_IDS", "KWARGS", "RELATIONS", "validate_kwargs"]
+__all__ = [
+    "INSTRUCTION_IDS",
+    "KWARGS",
+    "QUANTIFIERS",
+    "RELATIONS",
+    "TULU_FUNCTIONS",
+    "validate_kwargs",
+]
 
 RELATIONS: Final = ("less than", "at least")
+QUANTIFIERS: Final = ("at least", "around", "at most")
 INSTRUCTION_IDS: Final = (
     "keywords:existence",
     "keywords:frequency",
@@ -42,10 +54,41 @@ INSTRUCTION_IDS: Final = (
     "punctuation:no_comma",
     "startend:quotation",
 )
+# open-instruct's ``IF_FUNCTIONS_MAP`` (Tülu 3's ``func_name``), each with its arguments
+_TULU_KWARGS: Final[Mapping[str, Mapping[str, str]]] = {
+    "verify_keywords": {"keyword_list": "words"},
+    "verify_keyword_frequency": {"word": "text", "N": "number"},
+    "validate_forbidden_words": {"forbidden_words": "words"},
+    "verify_letter_frequency": {"letter": "character", "N": "number"},
+    "validate_response_language": {"language": "language"},
+    "verify_paragraph_count": {"N": "number"},
+    "validate_word_constraint": {"N": "number", "quantifier": "quantifier"},
+    "verify_sentence_constraint": {"N": "number", "quantifier": "quantifier"},
+    "validate_paragraphs": {"N": "count", "first_word": "text", "i": "count"},
+    "verify_postscript": {"postscript_marker": "text"},
+    "validate_placeholders": {"N": "number"},
+    "verify_bullet_points": {"N": "number"},
+    "validate_title": {},
+    "validate_choice": {"options": "options"},
+    "validate_highlighted_sections": {"N": "number"},
+    "validate_sections": {"N": "number", "section_splitter": "text"},
+    "validate_json_format": {},
+    "validate_repeat_prompt": {"original_prompt": "text"},
+    "validate_two_responses": {},
+    "validate_uppercase": {},
+    "validate_lowercase": {},
+    "validate_frequency_capital_words": {"N": "number", "quantifier": "quantifier"},
+    "validate_end": {"end_phrase": "text"},
+    "validate_quotation": {},
+    "validate_no_commas": {},
+}
+TULU_FUNCTIONS: Final = tuple(_TULU_KWARGS)
 
-# The kwargs each instruction takes: name -> kind ("count": an int >= 1, "relation": one of
-# RELATIONS, "text": a non-empty string, "words": a non-empty list of non-empty strings,
-# "letter": one ASCII letter, "language": a langdetect code such as "en" or "zh-cn").
+# The kwargs each instruction takes: name -> kind ("count": an int >= 1, "number": an int >= 0,
+# "relation": one of RELATIONS, "quantifier": one of QUANTIFIERS, "text": a non-empty string,
+# "words": a non-empty list of non-empty strings, "letter": one ASCII letter, "character": one
+# character, "options": a non-empty list of strings or one string listing them, "language": a
+# langdetect code such as "en" or "zh-cn").
 KWARGS: Final[Mapping[str, Mapping[str, str]]] = {
     "keywords:existence": {"keywords": "words"},
     "keywords:frequency": {"keyword": "text", "frequency": "count", "relation": "relation"},
@@ -75,6 +118,7 @@ KWARGS: Final[Mapping[str, Mapping[str, str]]] = {
         "capital_frequency": "count",
         "capital_relation": "relation",
     },
+    **_TULU_KWARGS,
 }
 _LANGUAGE_CODE = re.compile(r"[a-z]{2,3}(-[a-z]{2})?")
 MAX_TEXT = 10_000
@@ -83,11 +127,26 @@ MAX_WORDS = 100
 
 def _check_value(name: str, kind: str, value: Any) -> str | None:
     """What is wrong with one kwarg, or None."""
-    if kind == "count":
-        ok = isinstance(value, int) and not isinstance(value, bool) and 1 <= value <= 10_000_000
-        return None if ok else "an integer from 1"
+    if kind in ("count", "number"):
+        low = 1 if kind == "count" else 0
+        ok = isinstance(value, int) and not isinstance(value, bool) and low <= value <= 10_000_000
+        return None if ok else f"an integer from {low}"
     if kind == "relation":
         return None if value in RELATIONS else f"one of {list(RELATIONS)}"
+    if kind == "quantifier":
+        return None if value in QUANTIFIERS else f"one of {list(QUANTIFIERS)}"
+    if kind == "character":
+        return None if isinstance(value, str) and len(value) == 1 else "one character"
+    if kind == "options":
+        if isinstance(value, str):
+            ok = bool(value.strip()) and len(value) <= MAX_TEXT
+        else:
+            ok = (
+                isinstance(value, list)
+                and 0 < len(value) <= MAX_WORDS
+                and all(isinstance(o, str) and o and len(o) <= 1_000 for o in value)
+            )
+        return None if ok else f"a list of 1 to {MAX_WORDS} non-empty strings, or one string"
     if kind == "text":
         ok = isinstance(value, str) and bool(value.strip()) and len(value) <= MAX_TEXT
         return None if ok else f"a non-empty string of at most {MAX_TEXT} characters"
@@ -111,10 +170,11 @@ def validate_kwargs(instruction_id: str, kwargs: Mapping[str, Any]) -> dict[str,
     """The instruction's kwargs, checked (``None`` values dropped, as IFEval rows carry every
     kwarg name with ``None`` for the unused ones). Raises :class:`ValueError` saying what is
     wrong."""
-    if instruction_id not in INSTRUCTION_IDS:
+    if instruction_id not in KWARGS and instruction_id not in INSTRUCTION_IDS:
         raise ValueError(
-            f"unknown instruction id {instruction_id[:100]!r}; "
-            f"IFEval's ids are {list(INSTRUCTION_IDS)}"
+            f"unknown instruction id {instruction_id[:100]!r}; IFEval's ids are "
+            f"{list(INSTRUCTION_IDS)} and Tülu 3's (open-instruct's functions) "
+            f"{list(TULU_FUNCTIONS)}"
         )
     wanted = KWARGS.get(instruction_id, {})
     given = {k: v for k, v in kwargs.items() if v is not None}
@@ -133,4 +193,6 @@ def validate_kwargs(instruction_id: str, kwargs: Mapping[str, Any]) -> dict[str,
     if instruction_id == "length_constraints:nth_paragraph_first_word":
         if given["nth_paragraph"] > given["num_paragraphs"]:
             raise ValueError(f"{instruction_id}: nth_paragraph is more than num_paragraphs")
+    if instruction_id == "validate_paragraphs" and given["i"] > given["N"]:
+        raise ValueError(f"{instruction_id}: i is more than N")
     return given

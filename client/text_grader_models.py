@@ -11,7 +11,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from referee.client.instruction_specs import INSTRUCTION_IDS, validate_kwargs
+from referee.client.instruction_specs import INSTRUCTION_IDS, TULU_FUNCTIONS, validate_kwargs
 
 __all__ = [
     "SAMPLE_TEMPLATE",
@@ -63,12 +63,17 @@ class Instruction(_Model):
         ...,
         max_length=64,
         examples=["length_constraints:number_words"],
-        description="IFEval's instruction id: " + ", ".join(INSTRUCTION_IDS) + ".",
+        description="IFEval's instruction id: "
+        + ", ".join(INSTRUCTION_IDS)
+        + "; or Tülu 3's (allenai/RLVR-IFeval's func_name, open-instruct's functions): "
+        + ", ".join(TULU_FUNCTIONS)
+        + ".",
     )
     kwargs: dict[str, Any] = Field(
         default_factory=dict,
         examples=[{"relation": "less than", "num_words": 50}],
-        description="IFEval's kwargs for this instruction (None values are ignored).",
+        description="IFEval's kwargs for this instruction, or the Tülu function's arguments "
+        "(N, quantifier, keyword_list, ...); None values are ignored.",
     )
 
     @model_validator(mode="after")
@@ -79,8 +84,9 @@ class Instruction(_Model):
 
 class InstructionFollowingGrader(_Model):
     """IFEval's verifiable instructions (length, keywords, format, case, language, ...), each
-    checked as IFEval does; the score is the fraction followed (or 1/0 with `aggregate: all`).
-    Also takes an IFEval row's own `instruction_id_list` and `kwargs`."""
+    checked as IFEval does, or Tülu 3's constraints (RLVR-IFeval's `func_name`) as open-instruct
+    checks them; the score is the fraction followed (or 1/0 with `aggregate: all`). Also takes an
+    IFEval row's own `instruction_id_list` and `kwargs`."""
 
     type: Literal["instruction_following"] = "instruction_following"
     instructions: list[Instruction] = Field(..., min_length=1, max_length=64)

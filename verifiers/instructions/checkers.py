@@ -10,6 +10,9 @@ verdicts are IFEval's. Two deliberate differences, both for untrusted kwargs:
 - keywords, forbidden words, section splitters and postscript markers are literal text
   (``re.escape``), where IFEval passes them to ``re`` as patterns (a caller's pattern could take
   exponential time). For IFEval's own data, plain words and markers, the verdicts are the same.
+
+Tülu 3's constraints (open-instruct's functions, ``func_name`` rows) are checks here too, by
+their function names: :mod:`referee.verifiers.instructions.tulu`.
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ from referee.verifiers.instructions.text_tools import (
     detect_language,
     word_tokenize,
 )
+from referee.verifiers.instructions.tulu import TULU_CHECKS
 
 __all__ = [
     "CHECKS",
@@ -326,4 +330,5 @@ CHECKS: Final[Mapping[str, Callable[..., bool]]] = {
     "change_case:english_lowercase": _english_lowercase,
     "punctuation:no_comma": _no_comma,
     "startend:quotation": _quotation,
+    **TULU_CHECKS,
 }

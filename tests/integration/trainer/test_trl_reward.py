@@ -299,3 +299,38 @@ def test_code_dataset_columns_through_trl(server: Server) -> None:
         out_apps = call([apps], [answers[1], "print(1)"], 2)
     assert out_mbpp[:, 0].tolist() == [1.0, 0.0]
     assert out_apps[:, 0].tolist() == [1.0, 0.0]
+
+
+def test_tulu_rlvr_ifeval_rows_through_trl(server: Server) -> None:
+    """allenai/RLVR-IFeval's rows as TRL hands them over (the chat in `prompt`, the constraint
+    as JSON text in `ground_truth`, every argument name present): the rewards are
+    open-instruct's own verdicts (recorded from its code: tests/tulu_verdicts.py), one followed
+    and one not for each of the 25 functions, the completions in TRL's conversational form."""
+    import json
+
+    lines = (Path(__file__).parents[2] / "data" / "tulu_ifeval_verdicts.jsonl").read_text()
+    picked: dict[tuple[str, bool], dict[str, Any]] = {}
+    for line in lines.splitlines()[1:]:
+        row = json.loads(line)
+        picked.setdefault((row["func_name"], row["followed"]), row)
+    assert len(picked) == 50
+    keys = "N quantifier end_phrase keyword_list word forbidden_words letter i first_word"
+    keys += " postscript_marker options section_splitter original_prompt language"
+    rows, completions, expected = [], [], []
+    for row in picked.values():
+        args = {k: v for k, v in row.items() if k not in ("response", "followed")}
+        truth = {**dict.fromkeys(keys.split()), **args}
+        rows.append(
+            {
+                "prompt": [{"role": "user", "content": "Follow the constraint."}],
+                "ground_truth": json.dumps(truth),
+                "dataset": "ifeval",
+                "constraint_type": row["func_name"],
+            }
+        )
+        completions.append([{"role": "assistant", "content": row["response"]}])
+        expected.append(float(row["followed"]))
+    reward = reward_function(server.url, {"type": "instruction_following"})
+    with trl_call(reward) as call:
+        out = call(rows, completions, 1)
+    assert out[:, 0].tolist() == expected
