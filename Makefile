@@ -6,7 +6,7 @@ HOST   ?= 127.0.0.1
 PORT   ?= 8000
 STAMP  := $(VENV)/.installed
 
-.PHONY: install serve test prepare lint typecheck unit bench clean
+.PHONY: install serve test test-long prepare lint typecheck unit bench clean
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import ensurepip, venv' 2>/dev/null || { echo "make: $(PYTHON) has no venv module: apt-get install python3-venv" >&2; exit 1; }
@@ -24,6 +24,11 @@ serve: $(STAMP)
 ## test: prepare the machine (tests/prepare.sh), lint, type-check, then the whole test suite
 test: prepare lint typecheck
 	$(PY) -m pytest
+
+## test-long: the long peer runs the default suite leaves out (marker `long`: veRL's and NeMo
+## Gym's own environments end to end, the schemathesis budget); CI runs them after `make test`
+test-long: prepare
+	$(PY) -m pytest -m long
 
 ## prepare: what the tests need besides .venv (as root: packages, dockerd, the sandbox image)
 prepare: $(STAMP)

@@ -12,6 +12,7 @@ must be the harness's.
 from __future__ import annotations
 
 import re
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import httpx
@@ -59,23 +60,32 @@ def answers(problem: dict[str, Any], index: int) -> list[tuple[str, str, str]]:
 
 def test_every_problem_agrees_with_the_harness(server: Server) -> None:
     peer = execution()
-    items, expected = [], []
+    items, runs = [], []
     for index, problem in enumerate(problems()):
         grader = fill_grader(
             {"type": "code", "language": "python", "limits": {"time_s": TIMEOUT_S}}, problem
         )
         for name, completion, response in answers(problem, index):
-            verdict = peer.check_correctness(problem, completion, TIMEOUT_S)
             item_id = f"{problem['task_id']}:{name}"
             items.append({"id": item_id, "response": response, "grader": grader})
-            expected.append((item_id, verdict["passed"], verdict["result"]))
-    got: dict[str, float] = {}
-    for start in range(0, len(items), 200):
-        resp = httpx.post(
-            server.url + "/v1/rewards", json={"items": items[start : start + 200]}, timeout=600
-        )
-        assert resp.status_code == 200, resp.text
-        got.update({r["id"]: r["score"] for r in resp.json()["rewards"]})
+            runs.append((item_id, problem, completion))
+    # The harness's verdicts as its own evaluate_functional_correctness takes them (a pool of
+    # its default 4 threads, each check in its own process), while the server scores.
+    with ThreadPoolExecutor(max_workers=4) as harness:
+        verdicts = [
+            (item_id, harness.submit(peer.check_correctness, problem, completion, TIMEOUT_S))
+            for item_id, problem, completion in runs
+        ]
+        got: dict[str, float] = {}
+        for start in range(0, len(items), 200):
+            resp = httpx.post(
+                server.url + "/v1/rewards", json={"items": items[start : start + 200]}, timeout=600
+            )
+            assert resp.status_code == 200, resp.text
+            got.update({r["id"]: r["score"] for r in resp.json()["rewards"]})
+        expected = [
+            (item_id, v.result()["passed"], v.result()["result"]) for item_id, v in verdicts
+        ]
     wrong = [(i, passed, result, got[i]) for i, passed, result in expected
              if (got[i] == 1.0) != passed]  # fmt: skip
     passed_count = sum(p for _, p, _ in expected)

@@ -33,7 +33,7 @@ def _dead_url() -> str:
         return f"http://127.0.0.1:{s.getsockname()[1]}"
 
 
-@pytest.mark.slow
+@pytest.mark.long  # NeMo Gym's own environment (built on first use), its server and client
 @pytest.mark.timeout(1800)  # the first run builds NeMo Gym's environment (minutes), then cached
 def test_shipped_resources_server_under_nemo_gym(url: str, tmp_path: Path) -> None:
     out = tmp_path / "result.json"

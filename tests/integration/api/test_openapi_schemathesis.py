@@ -55,7 +55,7 @@ def full_server(tmp_path_factory: pytest.TempPathFactory, referee_server_factory
     return srv
 
 
-@pytest.mark.slow  # runs to its --max-time (100 s)
+@pytest.mark.long  # runs to its --max-time (100 s)
 @pytest.mark.timeout(600)
 def test_schemathesis_finds_no_server_error_and_no_mismatch(
     full_server: Any, tmp_path: Path

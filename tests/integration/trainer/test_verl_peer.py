@@ -67,6 +67,7 @@ def _v1_rewards(url: str, table: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return rewards
 
 
+@pytest.mark.long  # veRL's own environment (built on first use) and its reward loop
 @pytest.mark.timeout(1800)  # the first run builds veRL's environment (minutes), then it is cached
 def test_verl_091_reward_loop_and_older_managers(tmp_path: Path, server: Server) -> None:
     import pyarrow.parquet as pq
