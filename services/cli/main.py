@@ -148,6 +148,16 @@ def _invalid(item_id: str, error: str) -> Any:
     return RewardResult(id=item_id, score=0.0, details={"outcome": "invalid", "error": error})
 
 
+def _parts(items: Sequence[Any], step: int) -> list[list[int]]:
+    """The items' indices in parts of about ``step``, each group whole in one part: the SDK's
+    and the jobs' cut (``_chunks``), so rollouts of one prompt may lie anywhere in the file (a
+    round of every prompt after another) and still be scored as one group."""
+    from referee.client.sdk_base import _chunks
+
+    where = {id(item): i for i, item in enumerate(items)}
+    return [[where[id(item)] for item in chunk] for chunk in _chunks(list(items), step)]
+
+
 def _in_parts(
     items: Sequence[Any],
     lines: Sequence[int],
@@ -156,23 +166,24 @@ def _in_parts(
     bar: Any,
     sent: Any = list,
 ) -> tuple[list[Any], list[Any]]:
-    """``items`` scored ``step`` at a time by ``score(part) -> results``: the results, and the
-    items refused. When the scorer refuses a part for one item (``items.N...``: a database the
-    folder lacks, say), that item is reported as an invalid line with the reason and the rest of
-    the part is scored without it, its groups whole; every other failure stops the run.
-    ``sent(part)``: the part in the order the request holds it (``N`` counts in that order)."""
+    """``items`` scored about ``step`` at a time by ``score(part) -> results``, each group whole
+    in one part (:func:`_parts`): the results in the file's order, and the items refused. When the
+    scorer refuses a part for one item (``items.N...``: a database the folder lacks, say), that
+    item is reported as an invalid line with the reason and the rest of the part is scored
+    without it, its groups whole; every other failure stops the run. ``sent(part)``: the part in
+    the order the request holds it (``N`` counts in that order)."""
     import re
 
     from referee.client.errors import InvalidRequest
 
-    results: list[Any] = []
+    scored: dict[int, Any] = {}
     refused: list[Any] = []
-    for start in range(0, len(items), step):
-        chunk, at = list(items[start : start + step]), list(lines[start : start + step])
+    for indices in _parts(items, step):
+        chunk = [items[i] for i in indices]
         bar.update(len(chunk))
         while chunk:
             try:
-                results.extend(score(chunk))
+                scored.update(zip(indices, score(chunk), strict=True))
                 break
             except InvalidRequest as exc:
                 named = re.match(r"items\.(\d+)\.", str(exc))
@@ -181,9 +192,9 @@ def _in_parts(
                     raise
                 n = next(k for k, item in enumerate(chunk) if item is order[int(named.group(1))])
                 reason = str(exc)[named.end() :]
-                refused.append(_invalid(chunk[n].id, f"line {at[n]}: {reason}"))
-                del chunk[n], at[n]
-    return results, refused
+                refused.append(_invalid(chunk[n].id, f"line {lines[indices[n]]}: {reason}"))
+                del chunk[n], indices[n]
+    return [scored[i] for i in sorted(scored)], refused
 
 
 def _score_locally(

@@ -253,3 +253,42 @@ def test_rewards_through_the_server_lose_only_the_items_it_refuses(
     ]
     assert results[5]["details"]["outcome"] == "invalid"
     assert results[5]["details"]["error"].startswith("line 2: grader.database: this server has no")
+
+
+def test_rewards_keep_each_group_whole_wherever_its_lines_are(tmp_path: Path) -> None:
+    """Rollouts written round by round (every prompt once, then again): each group's lines lie
+    far apart in the file, yet each group is scored whole however small the chunks, and the
+    results come back in the file's order."""
+    answers = {"p0": ["1", "1", "2", "1"], "p1": ["5", "6", "6", "6"]}
+    rows = [
+        {
+            "id": f"{prompt}-r{k}",
+            "response": f"\\boxed{{{answers[prompt][k]}}}",
+            "grader": {"type": "majority_vote"},
+            "group": prompt,
+        }
+        for k in range(4)
+        for prompt in ("p0", "p1")
+    ]
+    rows.insert(
+        3, {"id": "plain", "response": "\\boxed{4}", "grader": {"type": "math", "reference": "4"}}
+    )
+    src = tmp_path / "in.jsonl"
+    src.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    for options in (
+        ["--chunk-size", "3", "--workers", "1"],
+        ["--chunk-size", "2", "--workers", "1"],
+    ):
+        out = tmp_path / "out.jsonl"
+        done = referee("rewards", str(src), "--out", str(out), "--quiet", *options)
+        assert done.returncode == 0, done.stderr
+        results = [json.loads(line) for line in out.read_text().splitlines()]
+        assert [r["id"] for r in results] == [r["id"] for r in rows]
+        got = {r["id"]: r["score"] for r in results}
+        # p0's majority is 1 (three of four), p1's is 6: had a part held half a group, a
+        # two-rollout "group" of 1 and 2 (or 5 and 6) would have no majority
+        assert got == {
+            "p0-r0": 1.0, "p0-r1": 1.0, "p0-r2": 0.0, "p0-r3": 1.0,
+            "p1-r0": 0.0, "p1-r1": 1.0, "p1-r2": 1.0, "p1-r3": 1.0,
+            "plain": 1.0,
+        }  # fmt: skip
