@@ -12,6 +12,7 @@ name on a server with no folder, is a 422 that says which item and what to do.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -24,10 +25,14 @@ _found: dict[tuple[str, str], str] = {}  # found files only: one added later is 
 
 
 def database_file(root: str | Path, name: str) -> str | None:
-    """The path of the file ``name`` names under ``root``, or None."""
+    """The path of the file ``name`` names under ``root``, or None. A file found before is
+    looked for again once it is gone (deleted or replaced by another of the names)."""
     key = (str(root), name)
-    if key in _found:
-        return _found[key]
+    known = _found.get(key)
+    if known is not None:
+        if os.path.isfile(known):
+            return known
+        del _found[key]
     base = Path(root).resolve()
     for candidate in (
         base / name,

@@ -147,6 +147,16 @@ def test_sql_graders_name_the_servers_database_files(
         rewards(files, [item("again", "SELECT name FROM t", "concert_singer")])[0]["score"] == 1.0
     )
 
+    # a file found before and then deleted is a 422 naming it, not a failed check; put back
+    # under another of the names (NAME.db), it is found again
+    (folder / "flat.db").rename(tmp_path / "flat.db")
+    gone = post(files, [item("flat", "SELECT count(*) FROM t", "flat", reference="SELECT 0")])
+    assert gone.status_code == 422 and "no SQLite file 'flat'" in gone.text, gone.text
+    (folder / "flat").mkdir()
+    (tmp_path / "flat.db").rename(folder / "flat" / "flat.db")
+    back = rewards(files, [item("flat", "SELECT count(*) FROM t", "flat", reference="SELECT 0")])
+    assert back[0]["score"] == 1.0, back
+
     unknown = post(files, [item("a", "SELECT 1", "concert_singer"), item("b", "x", "nope")])
     assert unknown.status_code == 422, unknown.text
     assert "items.1.grader.database" in unknown.text and "no SQLite file 'nope'" in unknown.text
