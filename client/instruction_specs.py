@@ -5,6 +5,7 @@ The ids and kwarg names are google/IFEval's (lm-eval's ``instructions_registry``
 carry every kwarg name with ``None`` for those an instruction does not use; :func:`validate_kwargs`
 drops them. A missing or ill-typed kwarg is an error (IFEval would draw a random value).
 
+open-instruct's IFEvalG (the IF data of OLMo 2 and later) adds 29 ids (``IFEVALG_IDS``).
 Tülu 3's RLVR data (allenai/RLVR-IFeval) names its constraints by open-instruct's function names
 (``TULU_FUNCTIONS``: ``validate_word_constraint``, ``verify_keywords``, ...) with that function's
 arguments (``N``, ``quantifier``, ``keyword_list``, ...): these are ids too, beside IFEval's.
@@ -17,6 +18,7 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 __all__ = [
+    "IFEVALG_IDS",
     "INSTRUCTION_IDS",
     "KWARGS",
     "QUANTIFIERS",
@@ -83,11 +85,53 @@ _TULU_KWARGS: Final[Mapping[str, Mapping[str, str]]] = {
     "validate_no_commas": {},
 }
 TULU_FUNCTIONS: Final = tuple(_TULU_KWARGS)
+# open-instruct's IFEvalG ids beyond IFEval's 25 (its instructions_registry), each with its kwargs
+_IFEVALG_KWARGS: Final[Mapping[str, Mapping[str, str]]] = {
+    "copy:repeat_phrase": {"phrase": "text", "small_n": "count"},
+    "copy:copy": {"prompt_to_repeat": "text"},
+    "new:copy_span_idx": {"prompt_to_repeat": "text", "n_start": "number", "n_end": "count"},
+    "detectable_format:sentence_hyphens": {},
+    "keywords:no_adjacent_consecutive": {},
+    "detectable_format:square_brackets": {},
+    "keywords:word_once": {"keyword": "text"},
+    "keywords:word_count_different_numbers": {
+        "keyword": "text",
+        "frequency": "number",
+        "relation": "relation",
+    },
+    "keywords:exclude_word_harder": {"keyword": "text"},
+    "paragraphs:paragraphs": {},
+    "paragraphs:paragraphs2": {},
+    "first_word:first_word_sent": {"first_word": "first of"},
+    "first_word:first_word_answer": {"first_word": "text"},
+    "last_word:last_word_sent": {"last_word": "first of"},
+    "last_word:last_word_answer": {"last_word": "text"},
+    "detectable_format:bigram_wrapping": {},
+    "copy:copying_simple": {"prompt_to_repeat": "text"},
+    "copy:copying_multiple": {"prompt_to_repeat": "text", "N": "count"},
+    "punctuation:punctuation_dot": {},
+    "punctuation:punctuation_exclamation": {},
+    "count:lowercase_counting": {"N": "count"},
+    "letters:letter_counting": {"N": "count", "relation": "relation"},
+    "letters:letter_counting2": {
+        "letter": "letter",
+        "let_frequency": "count",
+        "let_relation": "relation",
+    },
+    "count:counting_composition": {"n_sent": "count", "n_words": "count"},
+    "count:count_unique": {},
+    "count:count_increment_word": {"keyword1": "text", "keyword2": "text"},
+    "keywords:palindrome": {},
+    "keywords:keyword_specific_position": {"keyword": "first of", "n": "count", "m": "count"},
+    "keywords:start_end": {},
+}
+IFEVALG_IDS: Final = tuple(_IFEVALG_KWARGS)
 
 # The kwargs each instruction takes: name -> kind ("count": an int >= 1, "number": an int >= 0,
 # "relation": one of RELATIONS, "quantifier": one of QUANTIFIERS, "text": a non-empty string,
 # "words": a non-empty list of non-empty strings, "letter": one ASCII letter, "character": one
-# character, "options": a non-empty list of strings or one string listing them, "language": a
+# character, "options": a non-empty list of strings or one string listing them, "first of": a
+# non-empty string, or a list whose first item is one (IFEvalG takes that item), "language": a
 # langdetect code such as "en" or "zh-cn").
 KWARGS: Final[Mapping[str, Mapping[str, str]]] = {
     "keywords:existence": {"keywords": "words"},
@@ -119,6 +163,7 @@ KWARGS: Final[Mapping[str, Mapping[str, str]]] = {
         "capital_relation": "relation",
     },
     **_TULU_KWARGS,
+    **_IFEVALG_KWARGS,
 }
 _LANGUAGE_CODE = re.compile(r"[a-z]{2,3}(-[a-z]{2})?")
 MAX_TEXT = 10_000
@@ -147,6 +192,11 @@ def _check_value(name: str, kind: str, value: Any) -> str | None:
                 and all(isinstance(o, str) and o and len(o) <= 1_000 for o in value)
             )
         return None if ok else f"a list of 1 to {MAX_WORDS} non-empty strings, or one string"
+    if kind == "first of":
+        if isinstance(value, list) and value:
+            value = value[0]
+        ok = isinstance(value, str) and bool(value.strip()) and len(value) <= MAX_TEXT
+        return None if ok else "a non-empty string (or a list whose first item is one)"
     if kind == "text":
         ok = isinstance(value, str) and bool(value.strip()) and len(value) <= MAX_TEXT
         return None if ok else f"a non-empty string of at most {MAX_TEXT} characters"
@@ -173,8 +223,8 @@ def validate_kwargs(instruction_id: str, kwargs: Mapping[str, Any]) -> dict[str,
     if instruction_id not in KWARGS and instruction_id not in INSTRUCTION_IDS:
         raise ValueError(
             f"unknown instruction id {instruction_id[:100]!r}; IFEval's ids are "
-            f"{list(INSTRUCTION_IDS)} and Tülu 3's (open-instruct's functions) "
-            f"{list(TULU_FUNCTIONS)}"
+            f"{list(INSTRUCTION_IDS)}, open-instruct's IFEvalG adds {list(IFEVALG_IDS)} and "
+            f"Tülu 3's (open-instruct's functions) are {list(TULU_FUNCTIONS)}"
         )
     wanted = KWARGS.get(instruction_id, {})
     given = {k: v for k, v in kwargs.items() if v is not None}
@@ -195,4 +245,7 @@ def validate_kwargs(instruction_id: str, kwargs: Mapping[str, Any]) -> dict[str,
             raise ValueError(f"{instruction_id}: nth_paragraph is more than num_paragraphs")
     if instruction_id == "validate_paragraphs" and given["i"] > given["N"]:
         raise ValueError(f"{instruction_id}: i is more than N")
+    for name, kind in wanted.items():
+        if kind == "first of" and isinstance(given[name], list):
+            given[name] = given[name][0]
     return given

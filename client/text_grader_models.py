@@ -65,7 +65,8 @@ class Instruction(_Model):
         examples=["length_constraints:number_words"],
         description="IFEval's instruction id: "
         + ", ".join(INSTRUCTION_IDS)
-        + "; or Tülu 3's (allenai/RLVR-IFeval's func_name, open-instruct's functions): "
+        + "; the ids open-instruct's IFEvalG adds (copy:repeat_phrase, keywords:word_once, ...); "
+        + "or Tülu 3's (allenai/RLVR-IFeval's func_name, open-instruct's functions): "
         + ", ".join(TULU_FUNCTIONS)
         + ".",
     )

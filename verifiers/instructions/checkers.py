@@ -12,7 +12,8 @@ verdicts are IFEval's. Two deliberate differences, both for untrusted kwargs:
   exponential time). For IFEval's own data, plain words and markers, the verdicts are the same.
 
 Tülu 3's constraints (open-instruct's functions, ``func_name`` rows) are checks here too, by
-their function names: :mod:`referee.verifiers.instructions.tulu`.
+their function names: :mod:`referee.verifiers.instructions.tulu`; so are the ids open-instruct's
+IFEvalG adds: :mod:`referee.verifiers.instructions.ifevalg`.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from typing import Final
 
 from referee.client.instruction_specs import INSTRUCTION_IDS, KWARGS, RELATIONS
 from referee.client.instruction_specs import validate_kwargs as validate
+from referee.verifiers.instructions.ifevalg import IFEVALG_CHECKS
 from referee.verifiers.instructions.text_tools import (
     LanguageUnknown,
     count_sentences,
@@ -32,7 +34,7 @@ from referee.verifiers.instructions.text_tools import (
     detect_language,
     word_tokenize,
 )
-from referee.verifiers.instructions.tulu import TULU_CHECKS
+from referee.verifiers.instructions.tulu import TULU_CHECKS, on_answer
 
 __all__ = [
     "CHECKS",
@@ -331,4 +333,6 @@ CHECKS: Final[Mapping[str, Callable[..., bool]]] = {
     "punctuation:no_comma": _no_comma,
     "startend:quotation": _quotation,
     **TULU_CHECKS,
+    **IFEVALG_CHECKS,
+    "letters:letter_counting2": on_answer(_letter_frequency),
 }

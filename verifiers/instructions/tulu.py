@@ -29,7 +29,7 @@ from typing import Any, Final
 
 from referee.verifiers.instructions.text_tools import LanguageUnknown, detect_language
 
-__all__ = ["TULU_CHECKS", "answer_text", "count_pairs", "options_of"]
+__all__ = ["TULU_CHECKS", "answer_text", "count_pairs", "on_answer", "options_of", "pair_spans"]
 
 
 def answer_text(value: str) -> str:
@@ -39,24 +39,31 @@ def answer_text(value: str) -> str:
     return value.strip()
 
 
-def count_pairs(text: str, opening: str, closing: str) -> int:
-    """``len(re.findall(re.escape(opening) + "(.*?)" + re.escape(closing), text))`` in linear
-    time: an opening matches up to the first closing after it on its line; one that has none
-    fails, and so does every later opening of that line."""
-    count, start = 0, 0
+def pair_spans(text: str, opening: str, closing: str) -> list[tuple[int, int]]:
+    """The spans ``re.finditer(re.escape(opening) + "(.*?)" + re.escape(closing), text)``
+    matches, in linear time: an opening matches up to the first closing after it on its line;
+    one that has none fails, and so does every later opening of that line."""
+    spans: list[tuple[int, int]] = []
+    start = 0
     while True:
         found = text.find(opening, start)
         if found == -1:
-            return count
+            return spans
         end = text.find(closing, found + len(opening))
         line_end = text.find("\n", found + len(opening))
         if end != -1 and (line_end == -1 or end < line_end):
-            count += 1
+            spans.append((found, end + len(closing)))
             start = end + len(closing)
         elif line_end == -1:
-            return count
+            return spans
         else:
             start = line_end + 1
+
+
+def count_pairs(text: str, opening: str, closing: str) -> int:
+    """``len(re.findall(re.escape(opening) + "(.*?)" + re.escape(closing), text))`` in linear
+    time (:func:`pair_spans`)."""
+    return len(pair_spans(text, opening, closing))
 
 
 def options_of(options: Any) -> list[str]:
@@ -208,13 +215,16 @@ def _no_commas(text: str) -> bool:
     return "," not in text
 
 
-def _on_answer(check: Callable[..., bool]) -> Callable[..., bool]:
-    def on_answer(value: str, **kwargs: Any) -> bool:
+def on_answer(check: Callable[..., bool]) -> Callable[..., bool]:
+    """``check`` on the text open-instruct checks (:func:`answer_text`); an empty one follows
+    nothing."""
+
+    def checked(value: str, **kwargs: Any) -> bool:
         text = answer_text(value)
         return bool(text) and check(text, **kwargs)
 
-    on_answer.__name__ = check.__name__
-    return on_answer
+    checked.__name__ = check.__name__
+    return checked
 
 
 _FUNCTIONS: Final[dict[str, Callable[..., bool]]] = {
@@ -245,5 +255,5 @@ _FUNCTIONS: Final[dict[str, Callable[..., bool]]] = {
     "validate_no_commas": _no_commas,
 }
 TULU_CHECKS: Final[Mapping[str, Callable[..., bool]]] = {
-    name: _on_answer(check) for name, check in _FUNCTIONS.items()
+    name: on_answer(check) for name, check in _FUNCTIONS.items()
 }

@@ -334,3 +334,31 @@ def test_tulu_rlvr_ifeval_rows_through_trl(server: Server) -> None:
     with trl_call(reward) as call:
         out = call(rows, completions, 1)
     assert out[:, 0].tolist() == expected
+
+
+def test_open_instruct_ifevalg_rows_through_trl(server: Server) -> None:
+    """open-instruct's newer IF rows (`ground_truth`: `str()` of a one-item list of instruction
+    ids and kwargs, IFEval's and IFEvalG's mixed) as TRL hands them over: the rewards are the
+    fraction open-instruct's recorded verdicts follow, one id of each verdict per row."""
+    import json
+
+    lines = (Path(__file__).parents[2] / "data" / "ifevalg_verdicts.jsonl").read_text()
+    by_response: dict[str, list[dict[str, Any]]] = {}
+    for line in lines.splitlines()[1:]:
+        row = json.loads(line)
+        by_response.setdefault(row["response"], []).append(row)
+    rows, completions, expected = [], [], []
+    for response, verdicts in by_response.items():
+        if len({v["id"] for v in verdicts}) < 2 or len(rows) == 20:
+            continue
+        verdicts = verdicts[:3]
+        truth = [{"instruction_id": [v["id"] for v in verdicts],
+                  "kwargs": [v["kwargs"] or None for v in verdicts]}]  # fmt: skip
+        rows.append({"prompt": "Follow the instructions.", "ground_truth": str(truth)})
+        completions.append(response)
+        expected.append(sum(v["followed"] for v in verdicts) / len(verdicts))
+    assert len(rows) >= 5 and len(set(expected)) >= 2
+    reward = reward_function(server.url, {"type": "instruction_following"})
+    with trl_call(reward) as call:
+        out = call(rows, completions, 1)
+    assert out[:, 0].tolist() == pytest.approx(expected)
