@@ -56,6 +56,11 @@ INSTRUCTION_IDS: Final = (
     "punctuation:no_comma",
     "startend:quotation",
 )
+_LETTER_FREQUENCY: Final = {
+    "letter": "letter",
+    "let_frequency": "count",
+    "let_relation": "relation",
+}
 # open-instruct's ``IF_FUNCTIONS_MAP`` (Tülu 3's ``func_name``), each with its arguments
 _TULU_KWARGS: Final[Mapping[str, Mapping[str, str]]] = {
     "verify_keywords": {"keyword_list": "words"},
@@ -113,11 +118,7 @@ _IFEVALG_KWARGS: Final[Mapping[str, Mapping[str, str]]] = {
     "punctuation:punctuation_exclamation": {},
     "count:lowercase_counting": {"N": "count"},
     "letters:letter_counting": {"N": "count", "relation": "relation"},
-    "letters:letter_counting2": {
-        "letter": "letter",
-        "let_frequency": "count",
-        "let_relation": "relation",
-    },
+    "letters:letter_counting2": _LETTER_FREQUENCY,  # IFEval's keywords:letter_frequency
     "count:counting_composition": {"n_sent": "count", "n_words": "count"},
     "count:count_unique": {},
     "count:count_increment_word": {"keyword1": "text", "keyword2": "text"},
@@ -137,11 +138,7 @@ KWARGS: Final[Mapping[str, Mapping[str, str]]] = {
     "keywords:existence": {"keywords": "words"},
     "keywords:frequency": {"keyword": "text", "frequency": "count", "relation": "relation"},
     "keywords:forbidden_words": {"forbidden_words": "words"},
-    "keywords:letter_frequency": {
-        "letter": "letter",
-        "let_frequency": "count",
-        "let_relation": "relation",
-    },
+    "keywords:letter_frequency": _LETTER_FREQUENCY,
     "language:response_language": {"language": "language"},
     "length_constraints:number_sentences": {"num_sentences": "count", "relation": "relation"},
     "length_constraints:number_paragraphs": {"num_paragraphs": "count"},

@@ -20,13 +20,13 @@ check counts, and for each id answers built to follow it, then changed.
 from __future__ import annotations
 
 import importlib.util
-import json
 import random
-import subprocess
 import sys
 import types
 from pathlib import Path
 from typing import Any
+
+from tests.open_instruct_peer import checkout_commit, remove_thinking_section, write_verdicts
 
 OUT = Path(__file__).parent / "data" / "ifevalg_verdicts.jsonl"
 WORDS = ["cat", "dog", "apple", "level", "noon", "river", "The", "A", "we", "run", "blue", "sun"]
@@ -197,17 +197,8 @@ def main() -> None:
     from referee.client.instruction_specs import IFEVALG_IDS
 
     checkout = Path(sys.argv[1])
-    found = subprocess.run(
-        ["git", "-C", str(checkout), "rev-parse", "HEAD"], capture_output=True, text=True
-    )
-    commit = found.stdout.strip() if found.returncode == 0 else sys.argv[2]
+    commit = checkout_commit(checkout)
     peer = _load(checkout)
-
-    def remove_thinking_section(prediction: str) -> str:  # ground_truth_utils' own steps
-        prediction = prediction.replace("<|assistant|>", "").strip()
-        prediction = prediction.split("</think>")[-1]
-        prediction = prediction.replace("<answer>", "").replace("</answer>", "")
-        return prediction.strip()
 
     rng = random.Random(20261206)
     rows = []
@@ -229,11 +220,7 @@ def main() -> None:
                 continue
             rows.append({"id": iid, "kwargs": kwargs, "response": response, "followed": followed})
             seen[followed] += 1
-    with OUT.open("w") as fh:
-        fh.write(json.dumps({"open_instruct_commit": commit, "rows": len(rows)}) + "\n")
-        for row in rows:
-            fh.write(json.dumps(row, ensure_ascii=False) + "\n")
-    print(f"{len(rows)} rows from open-instruct {commit} -> {OUT}")
+    write_verdicts(OUT, commit, rows)
 
 
 if __name__ == "__main__":

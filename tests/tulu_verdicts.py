@@ -21,12 +21,12 @@ string (open-instruct tests each character of it).
 from __future__ import annotations
 
 import importlib.util
-import json
 import random
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
+
+from tests.open_instruct_peer import checkout_commit, remove_thinking_section, write_verdicts
 
 OUT = Path(__file__).parent / "data" / "tulu_ifeval_verdicts.jsonl"
 
@@ -171,18 +171,9 @@ def main() -> None:
     assert spec is not None and spec.loader is not None
     peer = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(peer)
-    found = subprocess.run(
-        ["git", "-C", str(checkout), "rev-parse", "HEAD"], capture_output=True, text=True
-    )
-    commit = found.stdout.strip() if found.returncode == 0 else sys.argv[2]
+    commit = checkout_commit(checkout)
     functions = peer.IF_FUNCTIONS_MAP
     peer.langdetect.DetectorFactory.seed = 0  # as referee seeds it: the same verdict every call
-
-    def remove_thinking_section(prediction: str) -> str:  # ground_truth_utils' own steps
-        prediction = prediction.replace("<|assistant|>", "").strip()
-        prediction = prediction.split("</think>")[-1]
-        prediction = prediction.replace("<answer>", "").replace("</answer>", "")
-        return prediction.strip()
 
     rng = random.Random(20261206)
     rows = []
@@ -204,11 +195,7 @@ def main() -> None:
                 continue
             rows.append({"func_name": func, **kwargs, "response": response, "followed": followed})
             seen[followed] += 1
-    with OUT.open("w") as fh:
-        fh.write(json.dumps({"open_instruct_commit": commit, "rows": len(rows)}) + "\n")
-        for row in rows:
-            fh.write(json.dumps(row, ensure_ascii=False) + "\n")
-    print(f"{len(rows)} rows from open-instruct {commit} -> {OUT}")
+    write_verdicts(OUT, commit, rows)
 
 
 if __name__ == "__main__":

@@ -32,6 +32,7 @@ from referee.verifiers.instructions.text_tools import (
     count_sentences,
     count_words,
     detect_language,
+    divided_paragraphs,
     word_tokenize,
 )
 from referee.verifiers.instructions.tulu import TULU_CHECKS, on_answer
@@ -169,15 +170,7 @@ def _multiple_sections(value: str, *, section_spliter: str, num_sections: int) -
 
 
 def _number_paragraphs(value: str, *, num_paragraphs: int) -> bool:
-    paragraphs = re.split(r"\s?\*\*\*\s?", value)
-    count = len(paragraphs)
-    for index, paragraph in enumerate(paragraphs):
-        if not paragraph.strip():
-            if index in (0, len(paragraphs) - 1):
-                count -= 1
-            else:
-                return False
-    return count == num_paragraphs
+    return divided_paragraphs(re.split(r"\s?\*\*\*\s?", value)) == num_paragraphs
 
 
 def _postscript(value: str, *, postscript_marker: str) -> bool:

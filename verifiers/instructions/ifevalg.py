@@ -28,7 +28,7 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Final
 
-from referee.verifiers.instructions.text_tools import word_tokenize
+from referee.verifiers.instructions.text_tools import divided_paragraphs, word_tokenize
 from referee.verifiers.instructions.tulu import on_answer, pair_spans
 
 __all__ = ["IFEVALG_CHECKS", "split_into_sentences"]
@@ -80,18 +80,6 @@ def split_into_sentences(text: str) -> list[str]:
 
 def _occurrences(keyword: str, value: str) -> int:
     return len(re.findall(re.escape(keyword.strip()), value, flags=re.IGNORECASE))
-
-
-def _divided(paragraphs: list[str]) -> int | None:
-    """How many paragraphs, an empty first or last one not counted; None: an empty one inside."""
-    count = len(paragraphs)
-    for index, paragraph in enumerate(paragraphs):
-        if not paragraph.strip():
-            if index in (0, len(paragraphs) - 1):
-                count -= 1
-            else:
-                return None
-    return count
 
 
 def _repeat_phrase(value: str, *, phrase: str, small_n: int) -> bool:
@@ -150,11 +138,11 @@ def _exclude_word(value: str, *, keyword: str) -> bool:
 
 
 def _paragraphs(value: str) -> bool:
-    return _divided(re.split(r"\s?\*\*\*\s?", value)) == 2
+    return divided_paragraphs(re.split(r"\s?\*\*\*\s?", value)) == 2
 
 
 def _paragraphs2(value: str) -> bool:
-    return _divided(value.split("\n\n")) == 2
+    return divided_paragraphs(value.split("\n\n")) == 2
 
 
 def _first_word_sent(value: str, *, first_word: str) -> bool:
@@ -219,20 +207,14 @@ def _letter_counting(value: str, *, N: int, relation: str) -> bool:
 
 
 def _counting_composition(value: str, *, n_sent: int, n_words: int) -> bool:
+    # IFEvalG counts every part's sentences, an empty first or last one too: an empty part has
+    # none, so it fails (n_sent >= 1), and three parts that pass are three paragraphs
     paragraphs = re.split(r"\s?\*\*\*\s?", value)
-    count = len(paragraphs)
-    for index, paragraph in enumerate(paragraphs):
-        if not paragraph.strip():
-            if index in (0, len(paragraphs) - 1):
-                count -= 1
-            else:
-                return False
+    for paragraph in paragraphs:
         sentences = split_into_sentences(paragraph)
-        if len(sentences) != n_sent:
+        if len(sentences) != n_sent or any(len(word_tokenize(s)) != n_words for s in sentences):
             return False
-        if any(len(word_tokenize(s)) != n_words for s in sentences):
-            return False
-    return count == 3
+    return len(paragraphs) == 3
 
 
 def _count_unique(value: str) -> bool:

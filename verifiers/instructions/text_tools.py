@@ -24,6 +24,7 @@ __all__ = [
     "count_sentences",
     "count_words",
     "detect_language",
+    "divided_paragraphs",
     "sentence_model",
     "sentence_tokenizer",
     "word_tokenize",
@@ -54,6 +55,19 @@ def sentence_model() -> str:
     return (
         "punkt english" if isinstance(sentence_tokenizer(), PunktTokenizer) else "punkt untrained"
     )
+
+
+def divided_paragraphs(paragraphs: list[str]) -> int | None:
+    """IFEval's paragraph count of a split text: an empty first or last part not counted;
+    None when an empty part lies inside (IFEval: not followed)."""
+    count = len(paragraphs)
+    for index, paragraph in enumerate(paragraphs):
+        if not paragraph.strip():
+            if index in (0, len(paragraphs) - 1):
+                count -= 1
+            else:
+                return None
+    return count
 
 
 def count_words(text: str) -> int:
