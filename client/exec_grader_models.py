@@ -116,7 +116,8 @@ class ToolCallGrader(_Model):
     """The response's tool calls (OpenAI `tool_calls`, Hermes `<tool_call>` JSON, a JSON
     object/list in the text, or Python call syntax) against the reference calls: names,
     arguments equal as JSON values (numbers by value; omitted arguments take `tools`'
-    defaults) or among BFCL's possible answers (`allowed`), in any order unless `ordered`.
+    defaults, and calls are checked against `tools`' declarations) or among BFCL's possible
+    answers (`allowed`), in any order unless `ordered`.
     `exact`: all or nothing; `partial`: ToolRL's match normalised to [0, 1]; `toolrl`:
     ToolRL's reward in [-3, 4]."""
 
@@ -131,8 +132,11 @@ class ToolCallGrader(_Model):
     tools: list[dict[str, Any]] | None = Field(
         None,
         max_length=256,
-        description="Tool definitions (OpenAI `{type: function, function: {...}}` or xLAM "
-        "`{name, parameters}`); an argument left out equals its declared `default`.",
+        description="Tool definitions (OpenAI `{type: function, function: {...}}`, a function "
+        "document `{name, parameters}` as BFCL's, or xLAM's): an argument left out equals its "
+        "declared `default`, and a call to a declared tool must give its `required` "
+        "parameters, none it does not declare, each of its declared type (as BFCL's AST checker "
+        "checks: `integer` an int, not 3.0).",
     )
 
 

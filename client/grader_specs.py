@@ -28,6 +28,7 @@ __all__ = [
     "row_tests",
     "tests_from_value",
     "tool_calls_from_value",
+    "tools_from_value",
 ]
 
 NEEDS_REFERENCE = frozenset(
@@ -379,6 +380,27 @@ def tool_calls_from_value(value: Any) -> list[dict[str, Any]] | None:
     return None
 
 
+def tools_from_value(value: Any) -> list[dict[str, Any]] | None:
+    """A row's tool definitions: a list of OpenAI function definitions or function documents
+    (``{"name", "parameters"}``: BFCL's ``function`` column, xLAM's ``tools``), or JSON text of
+    one (xLAM's column is a string); None when the value is not that."""
+    value = plain(value)
+    if isinstance(value, str) and value.lstrip().startswith("["):
+        try:
+            value = json.loads(value)
+        except (ValueError, RecursionError):
+            return None
+    if isinstance(value, Mapping):
+        value = [value]
+    if not isinstance(value, list) or not value:
+        return None
+    for tool in value:
+        spec = tool.get("function", tool) if isinstance(tool, Mapping) else None
+        if not isinstance(spec, Mapping) or not isinstance(spec.get("name"), str):
+            return None
+    return [dict(t) for t in value]
+
+
 def fill_item(grader: Mapping[str, Any], row: Mapping[str, Any]) -> dict[str, Any]:
     """``grader`` with the dataset row as the ``item`` of each ``python``, ``score_model`` or
     ``label_model`` grader that has none (OpenAI's graders read the row as ``item``: the python
@@ -386,7 +408,9 @@ def fill_item(grader: Mapping[str, Any], row: Mapping[str, Any]) -> dict[str, An
     with no database the row's ``db_id`` as its ``database`` (Spider's and BIRD's rows name
     their SQLite file so) and, with no reference, the row's gold query (Spider's ``query``,
     BIRD's ``SQL``: then, unless the grader says, ``compare: set``, as BIRD's evaluation
-    compares), in ``weighted`` and ``multi`` too."""
+    compares), and each ``tool_call`` grader with no ``tools`` the row's tool definitions (a
+    ``tools`` column, or BFCL's ``function``: :func:`tools_from_value`) and with no reference
+    xLAM's ``answers`` column, in ``weighted``, ``length_penalty`` and ``multi`` too."""
     out = dict(grader)
     kind = out.get("type")
     if kind in ("python", "score_model", "label_model") and not out.get("item"):
@@ -399,6 +423,14 @@ def fill_item(grader: Mapping[str, Any], row: Mapping[str, Any]) -> dict[str, An
             out["reference"] = row[column]
             if column == "SQL" and "compare" not in out:
                 out["compare"] = "set"  # BIRD's row: BIRD's evaluation compares sets
+    elif kind == "tool_call":
+        if out.get("reference") is None and (calls := tool_calls_from_value(row.get("answers"))):
+            out["reference"] = calls  # xLAM's rows: the calls in `answers`, JSON text
+        found = tools_from_value(row.get("tools", row.get("function")))
+        if out.get("tools") is None and found is not None:
+            out["tools"] = found
+    elif kind == "length_penalty" and isinstance(out.get("grader"), Mapping):
+        out["grader"] = fill_item(out["grader"], row)
     elif kind == "weighted":
         out["graders"] = [
             {**p, "grader": fill_item(p["grader"], row)}

@@ -43,6 +43,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
 from referee.verifiers.tool_call_reading import ToolCall, parse_tool_calls, read_call
+from referee.verifiers.tool_declarations import Declaration, declarations_from_tools, type_ok
 
 __all__ = [
     "TOOL_CALL_OUTCOMES",
@@ -158,24 +159,17 @@ def values_equal(a: Any, b: Any) -> bool:
 
 def defaults_from_tools(tools: Sequence[Mapping[str, Any]] | None) -> dict[str, dict[str, Any]]:
     """Declared argument defaults by tool name, from OpenAI or xLAM tool definitions."""
-    out: dict[str, dict[str, Any]] = {}
-    for tool in tools or ():
-        spec = tool.get("function", tool) if isinstance(tool, Mapping) else None
-        if not isinstance(spec, Mapping) or not isinstance(spec.get("name"), str):
-            continue
-        params = spec.get("parameters") or {}
-        props = params.get("properties", params) if isinstance(params, Mapping) else {}
-        defaults = {
-            k: v["default"]
-            for k, v in (props.items() if isinstance(props, Mapping) else ())
-            if isinstance(v, Mapping) and "default" in v
-        }
-        out[spec["name"]] = defaults
-    return out
+    return {name: d.defaults for name, d in declarations_from_tools(tools).items()}
 
 
-def _with_defaults(call: ToolCall, defaults: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
-    return {**defaults.get(call.name, {}), **call.arguments}
+def _filled(call: ToolCall, want: ToolCall, decl: Declaration | None) -> dict[str, Any]:
+    """``call``'s arguments with the declared defaults of those it leaves out, where the
+    reference gives a plain value (BFCL's possible answers say with ``""`` when an argument
+    may be left out: a default does not stand in there)."""
+    if decl is None or not decl.defaults:
+        return call.arguments
+    fill = {k: v for k, v in decl.defaults.items() if not isinstance(want.arguments.get(k), OneOf)}
+    return {**fill, **call.arguments}
 
 
 @dataclass(frozen=True, slots=True)
@@ -184,25 +178,59 @@ class _Pair:
     values: int  # reference arguments with equal values
     exact: bool
     optional_given: int = 0  # BFCL optional arguments the call gave (they join S_max)
+    declaration: tuple[tuple[str, str], ...] = ()  # (argument, what) against the declaration
 
 
-def _required(arguments: Mapping[str, Any]) -> dict[str, Any]:
-    """The reference arguments a call must make (not BFCL's optional ones)."""
-    return {k: v for k, v in arguments.items() if not (isinstance(v, OneOf) and v.optional)}
+def _required(arguments: Mapping[str, Any], decl: Declaration | None = None) -> dict[str, Any]:
+    """The reference arguments a call must make (not BFCL's optional ones, unless the tool's
+    declaration requires them)."""
+    needed = decl.required if decl is not None else frozenset()
+    return {
+        k: v
+        for k, v in arguments.items()
+        if k in needed or not (isinstance(v, OneOf) and v.optional)
+    }
 
 
-def _pair(got: ToolCall, want: ToolCall, defaults: Mapping[str, Mapping[str, Any]]) -> _Pair:
+def _answers(want: ToolCall, key: str) -> tuple[Any, ...] | None:
+    if key not in want.arguments:
+        return None
+    value = want.arguments[key]
+    return value.values if isinstance(value, OneOf) else (value,)
+
+
+def _against_declaration(
+    got: ToolCall, want: ToolCall, decl: Declaration
+) -> tuple[tuple[str, str], ...]:
+    """What ``got`` does that its tool's declaration forbids, as (argument, what): a required
+    parameter left out, one it does not declare, a value of another type (``type_ok``)."""
+    props = decl.properties
+    if props is None:
+        return ()
+    out = [(k, "required, left out") for k in sorted(decl.required) if k not in got.arguments]
+    for k, v in got.arguments.items():
+        if k not in props:
+            out.append((k, "not a parameter the tool declares"))
+        elif not type_ok(v, _answers(want, k), props[k]):
+            out.append((k, f"not of the declared type {props[k].get('type')!r}"))
+    return tuple(out)
+
+
+def _pair(got: ToolCall, want: ToolCall, decls: Mapping[str, Declaration]) -> _Pair:
     if got.name != want.name:
         return _Pair(0.0, 0, False)
-    g, full = _with_defaults(got, defaults), _with_defaults(want, defaults)
-    required = _required(full)
+    decl = decls.get(want.name)
+    g, full = _filled(got, want, decl), _filled(want, want, decl)
+    required = _required(full, decl)
+    broken = _against_declaration(got, want, decl) if decl is not None else ()
+    mistyped = {k for k, what in broken if what.startswith("not of")}
     # a BFCL optional argument counts only when the call gives it, and then like any other
     w = {k: v for k, v in full.items() if k in g or k in required}
     union = g.keys() | w.keys()
     param = len(g.keys() & w.keys()) / len(union) if union else 1.0
-    values = sum(1 for k in w if k in g and values_equal(g[k], w[k]))
-    exact = g.keys() == w.keys() and values == len(w)
-    return _Pair(param, values, exact, len(w) - len(required))
+    values = sum(1 for k in w if k in g and k not in mistyped and values_equal(g[k], w[k]))
+    exact = g.keys() == w.keys() and values == len(w) and not broken
+    return _Pair(param, values, exact, len(w) - len(required), broken)
 
 
 def _names_overlap(got: Sequence[ToolCall], want: Sequence[ToolCall]) -> float:
@@ -284,9 +312,9 @@ def grade_tool_calls(
     if want is None:
         return ToolCallResult(0.0, "bad_reference", reason="a reference call has no name")
     got, fmt = parse_tool_calls(response)
-    defaults = defaults_from_tools(tools)
+    decls = declarations_from_tools(tools)
     calls = [{"name": c.name, "arguments": c.arguments} for c in got]
-    required = [len(_required(_with_defaults(w, defaults))) for w in want]
+    required = [len(_required(_filled(w, w, decls.get(w.name)), decls.get(w.name))) for w in want]
     s_max = 1 + len(want) + sum(required)
     if not want:  # the right answer is not to call anything
         ok = not got
@@ -297,7 +325,7 @@ def grade_tool_calls(
     if not got:
         score = -3.0 if scoring == "toolrl" else 0.0
         return ToolCallResult(score, "no_call", [], [], None, "no tool call found in the response")
-    pairs = [[_pair(g, w, defaults) for g in got] for w in want]
+    pairs = [[_pair(g, w, decls) for g in got] for w in want]
     chosen = _assign(got, want, pairs, ordered)
     r_name = _names_overlap(got, want)
     r_param = r_value = 0.0
@@ -317,6 +345,7 @@ def grade_tool_calls(
                 "arguments_equal": pair.exact,
                 "values_equal": pair.values,
                 "arguments": required[i] + pair.optional_given,
+                **({"declaration": dict(pair.declaration)} if pair.declaration else {}),
             }
         )
     match = r_name + r_param + r_value

@@ -5,6 +5,7 @@ failure, log_extra / log_metric, and failures of the whole call."""
 from __future__ import annotations
 
 import asyncio
+import json
 import math
 import pickle
 import sqlite3
@@ -214,6 +215,81 @@ def test_sql_and_tool_call_graders_through_trl(server: Server) -> None:
         out = call(tool_rows, responses, 2)
     # the second: name 1, parameter names 1, one of two values -> 3 / (1 + 1 + 2)
     assert out[:, 0].tolist() == [1.0, 0.75]
+
+
+def test_bfcl_rows_through_trl(server: Server) -> None:
+    """BFCL's rows as TRL hands them over: the question, the ``function`` column (its function
+    documents) and the ``ground_truth`` column (its possible answers, as JSON text), the grader
+    given once as ``{"type": "tool_call"}``. The documents fill the grader's ``tools``, so the
+    rewards are BFCL's own AST checker's verdicts (pinned wheel, tests/bfcl_peer.py), the
+    documents' types, required and undeclared parameters included."""
+    from bfcl_peer import checker, entries
+
+    bfcl = checker()
+    rows, completions, expected = [], [], []
+    for category in ("simple_python", "parallel"):
+        for row, ground_truth in entries(category)[:12]:
+            calls = [
+                (name, {k: next(v for v in vs if v != "") for k, vs in args.items() if vs != [""]})
+                for call in ground_truth
+                for name, args in call.items()
+            ]
+            name, args = calls[0]
+            variants = [calls, [(name, {**args, "zz_extra": 1}), *calls[1:]]]
+            ints = [k for k, v in args.items() if type(v) is int]
+            if ints:  # an int parameter given as a float: only the documents say it is wrong
+                variants.append([(name, {**args, ints[0]: float(args[ints[0]])}), *calls[1:]])
+            for variant in variants:
+                rows.append(
+                    {
+                        "prompt": row["question"][0][-1]["content"],
+                        "function": row["function"],
+                        "ground_truth": json.dumps(ground_truth),
+                    }
+                )
+                blocks = [json.dumps({"name": n, "arguments": a}) for n, a in variant]
+                completions.append("".join(f"<tool_call>\n{b}\n</tool_call>" for b in blocks))
+                output = [{n: a} for n, a in variant]
+                verdict = bfcl.ast_checker(
+                    row["function"], output, ground_truth, bfcl.Language.PYTHON, category, "m"
+                )
+                expected.append(1.0 if verdict["valid"] else 0.0)
+    assert 0.0 < sum(expected) < len(expected)
+    tool = reward_function(server.url, {"type": "tool_call"})
+    with trl_call(tool) as call:
+        out = call(rows, completions, 1)
+    assert out[:, 0].tolist() == expected
+
+
+def test_xlam_rows_through_trl(server: Server) -> None:
+    """xLAM's rows (Salesforce's xlam-function-calling-60k) as TRL hands them over: ``query``,
+    ``answers`` and ``tools`` as JSON text. The grader, given once as ``{"type": "tool_call"}``,
+    takes its calls from ``answers`` and its ``tools`` from ``tools``: a left-out argument
+    takes its declared default, a float for an ``int`` is a wrong call."""
+    tools = [
+        {
+            "name": "search_hotels",
+            "description": "Search hotels in a city.",
+            "parameters": {
+                "city": {"type": "str", "description": "City name", "default": ""},
+                "rooms": {"type": "int, optional", "description": "Rooms", "default": 1},
+            },
+        }
+    ]
+    answers = [{"name": "search_hotels", "arguments": {"city": "Lisbon", "rooms": 1}}]
+    row = {"query": "Find me a hotel in Lisbon.", "answers": json.dumps(answers)}
+    row["tools"] = json.dumps(tools)
+    row["prompt"] = row["query"]
+    completions = [
+        '<tool_call>\n{"name": "search_hotels", "arguments": {"city": "Lisbon"}}\n</tool_call>',
+        '[{"name": "search_hotels", "arguments": {"city": "Lisbon", "rooms": 1}}]',
+        '[{"name": "search_hotels", "arguments": {"city": "Lisbon", "rooms": 1.0}}]',
+        '[{"name": "search_hotels", "arguments": {"city": "Porto"}}]',
+    ]
+    tool = reward_function(server.url, {"type": "tool_call"})
+    with trl_call(tool) as call:
+        out = call([row], completions, 4)
+    assert out[:, 0].tolist() == [1.0, 1.0, 0.0, 0.0]
 
 
 def test_spider_rows_through_trl(tmp_path: Path, referee_server_factory: Any) -> None:

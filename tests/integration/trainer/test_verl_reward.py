@@ -205,3 +205,43 @@ def test_toolrl_samples_score_as_verls_own_reward(module: ModuleType, server: Se
         )
         ours = score("rlla", answer, truth, {"index": 0})
         assert ours["score"] == pytest.approx(theirs["score"]), (answer, ours, theirs)
+
+
+def test_tool_definitions_in_extra_info(module: ModuleType, server: Server) -> None:
+    """A tool-use row in veRL's layout: the calls as ``ground_truth``, the row's tool
+    definitions in ``extra_info.tools`` (OpenAI's shape, as a parquet row holds them). The
+    definitions fill the grader's ``tools``: a float for a parameter declared integer and an
+    argument the tool does not declare are wrong calls, though equal to the reference by value
+    or not in it."""
+    tools = [
+        {
+            "type": "function",
+            "function": {
+                "name": "top_k",
+                "parameters": {
+                    "type": "object",
+                    "properties": {"query": {"type": "string"}, "k": {"type": "integer"}},
+                    "required": ["query"],
+                },
+            },
+        }
+    ]
+    truth = json.dumps([{"name": "top_k", "arguments": {"query": "louvre", "k": 3}}])
+    score = bound(module.compute_score, referee_url=server.url, grader={"type": "tool_call"})
+    extra = {"index": 0, "tools": tools}
+    call = '<tool_call>\n{{"name": "top_k", "arguments": {args}}}\n</tool_call>'
+    assert (
+        score("toolace", call.format(args='{"query": "louvre", "k": 3}'), truth, extra)["score"]
+        == 1.0
+    )
+    assert (
+        score("toolace", call.format(args='{"query": "louvre", "k": 3.0}'), truth, extra)["score"]
+        == 0.0
+    )
+    # without the definitions 3.0 is 3 by value
+    assert (
+        score("toolace", call.format(args='{"query": "louvre", "k": 3.0}'), truth, {"index": 0})[
+            "score"
+        ]
+        == 1.0
+    )

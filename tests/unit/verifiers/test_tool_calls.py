@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from referee.client.grader_specs import fill_grader
+from referee.client.grader_specs import fill_grader, fill_item, tools_from_value
 from referee.verifiers.tool_calls import grade_tool_calls, parse_tool_calls, values_equal
 
 WEATHER = {"name": "get_weather", "arguments": {"city": "Paris", "unit": "celsius"}}
@@ -171,6 +171,165 @@ def test_defaults_from_tool_definitions() -> None:
     # a default is not a wildcard: another value still differs
     other = hermes({"name": "get_weather", "arguments": {"city": "Paris", "unit": "kelvin"}})
     assert grade_tool_calls(other, [WEATHER], tools=openai_tools).score == 0.0
+
+
+OPENAI_TOOLS = [
+    {
+        "type": "function",
+        "function": {
+            "name": "get_weather",
+            "parameters": {
+                "type": "object",
+                "properties": {
+                    "city": {"type": "string"},
+                    "unit": {"type": "string", "enum": ["celsius", "fahrenheit"]},
+                    "days": {"type": "integer"},
+                    "hours": {"type": "array", "items": {"type": "integer"}},
+                    "weights": {"type": "array", "items": {"type": "number"}},
+                },
+                "required": ["city", "unit"],
+            },
+        },
+    }
+]
+
+
+@pytest.mark.parametrize(
+    ("arguments", "exact", "why"),
+    [
+        ({"city": "Paris", "unit": "celsius", "days": 3}, 1.0, {}),
+        ({"city": "Paris", "unit": "celsius", "days": 3.0}, 0.0, {"days": "type"}),
+        ({"city": "Paris", "unit": "celsius", "days": True}, 0.0, {"days": "type"}),
+        ({"city": "Paris", "unit": "celsius", "days": "3"}, 0.0, {"days": "type"}),
+        ({"city": "Paris", "days": 3}, 0.0, {"unit": "required"}),
+        ({"city": "Paris", "unit": "celsius", "days": 3, "zz": 1}, 0.0, {"zz": "declares"}),
+    ],
+)
+def test_calls_are_checked_against_the_tools_declarations(
+    arguments: dict[str, Any], exact: float, why: dict[str, str]
+) -> None:
+    """With ``tools``, a call to a declared tool gives its required parameters, none the tool
+    lacks, each of its declared type (an int for ``integer``: not 3.0, not a bool, as BFCL's
+    checker does), and the details say which argument broke what."""
+    reference = [
+        {"name": "get_weather", "arguments": {"city": "Paris", "unit": "celsius", "days": 3}}
+    ]
+    response = hermes({"name": "get_weather", "arguments": arguments})
+    result = grade_tool_calls(response, reference, tools=OPENAI_TOOLS)
+    assert result.score == exact
+    broken = result.matches[0].get("declaration", {})
+    assert broken.keys() == why.keys()
+    assert all(word in broken[k] for k, word in why.items()), broken
+    # without the declarations 3.0 is 3 by value
+    if type(arguments.get("days")) is float:
+        assert grade_tool_calls(response, reference).score == 1.0
+
+
+def test_declared_types_in_partial_scores_and_list_items() -> None:
+    """A value of another type than declared does not count as equal (partial credit); a list's
+    items are checked one level deep against ``items``, an int taken for a float only at the
+    top (BFCL's rules)."""
+    reference = [
+        {
+            "name": "get_weather",
+            "arguments": {"city": "Paris", "unit": "celsius", "days": 2, "hours": [9, 12]},
+        }
+    ]
+    mistyped = hermes(
+        {
+            "name": "get_weather",
+            "arguments": {"city": "Paris", "unit": "celsius", "days": 2.0, "hours": [9, 12]},
+        }
+    )
+    got = grade_tool_calls(mistyped, reference, scoring="partial", tools=OPENAI_TOOLS)
+    assert got.score == pytest.approx((1 + 1 + 3) / (1 + 1 + 4))
+    items = hermes(
+        {
+            "name": "get_weather",
+            "arguments": {"city": "Paris", "unit": "celsius", "days": 2, "hours": [9.0, 12]},
+        }
+    )
+    assert grade_tool_calls(items, reference, tools=OPENAI_TOOLS).score == 0.0
+    assert grade_tool_calls(items, reference).score == 1.0
+    # number items: floats declared, the reference's floats; ints in a list are not floats
+    weights = [
+        {"name": "get_weather", "arguments": {"city": "P", "unit": "c", "weights": [0.5, 1.0]}}
+    ]
+    as_floats = hermes(
+        {"name": "get_weather", "arguments": {"city": "P", "unit": "c", "weights": [0.5, 1.0]}}
+    )
+    as_int = hermes(
+        {"name": "get_weather", "arguments": {"city": "P", "unit": "c", "weights": [0.5, 1]}}
+    )
+    assert grade_tool_calls(as_floats, weights, tools=OPENAI_TOOLS).score == 1.0
+    assert grade_tool_calls(as_int, weights, tools=OPENAI_TOOLS).score == 0.0
+
+
+def test_a_reference_value_of_another_type_is_a_variable() -> None:
+    """BFCL's "variable" rule: where the reference gives a string for an integer parameter (a
+    variable's name), a string is the right type; xLAM's ``int, optional`` is an int."""
+    tools = [{"name": "page", "parameters": {"n": {"type": "int, optional"}}}]
+    reference = [{"name": "page", "arguments": {"n": "count"}}]
+    assert (
+        grade_tool_calls(
+            hermes({"name": "page", "arguments": {"n": "count"}}), reference, tools=tools
+        ).score
+        == 1.0
+    )
+    assert (
+        grade_tool_calls(
+            hermes({"name": "page", "arguments": {"n": 3}}), reference, tools=tools
+        ).score
+        == 0.0
+    )
+    ints = [{"name": "page", "arguments": {"n": 3}}]
+    assert (
+        grade_tool_calls(hermes({"name": "page", "arguments": {"n": 3}}), ints, tools=tools).score
+        == 1.0
+    )
+    assert (
+        grade_tool_calls(hermes({"name": "page", "arguments": {"n": 3.0}}), ints, tools=tools).score
+        == 0.0
+    )
+    # a type the table does not know is not checked
+    loose = [{"name": "page", "parameters": {"n": {"type": "Optional[Union[int, str]]"}}}]
+    assert (
+        grade_tool_calls(hermes({"name": "page", "arguments": {"n": 3.0}}), ints, tools=loose).score
+        == 1.0
+    )
+
+
+def test_row_tools_fill_the_grader() -> None:
+    """A row's ``tools`` column (JSON text, as xLAM's, or a list) or BFCL's ``function`` column
+    becomes the grader's ``tools`` when it has none, inside ``weighted`` and
+    ``length_penalty`` too; a column that is not tool definitions is left alone."""
+    docs = [
+        {
+            "name": "f",
+            "parameters": {
+                "type": "dict",
+                "properties": {"x": {"type": "integer"}},
+                "required": ["x"],
+            },
+        }
+    ]
+    assert fill_item({"type": "tool_call"}, {"function": docs})["tools"] == docs
+    assert fill_item({"type": "tool_call"}, {"tools": json.dumps(docs)})["tools"] == docs
+    assert fill_item({"type": "tool_call", "tools": []}, {"tools": docs})["tools"] == []
+    for junk in ("search, calculator", ["search"], [{"description": "no name"}], "[oops", 7):
+        assert "tools" not in fill_item({"type": "tool_call"}, {"tools": junk}), junk
+    nested = fill_item(
+        {
+            "type": "length_penalty",
+            "grader": {
+                "type": "weighted",
+                "graders": [{"weight": 1, "grader": {"type": "tool_call"}}],
+            },
+        },
+        {"function": docs},
+    )
+    assert nested["grader"]["graders"][0]["grader"]["tools"] == docs
+    assert tools_from_value(docs[0]) == docs  # one document on its own
 
 
 def test_xlam_row_shape() -> None:
