@@ -38,6 +38,7 @@ from referee.client.grader_specs import tool_calls_from_value
 from referee.verifiers.tool_calls import grade_tool_calls
 
 CATEGORIES = ("simple_python", "multiple", "parallel", "parallel_multiple")
+LIVE = ("live_simple", "live_multiple", "live_parallel", "live_parallel_multiple")
 Calls = list[tuple[str, dict[str, Any]]]
 
 
@@ -45,7 +46,8 @@ def truth(ground_truth: list[dict[str, Any]]) -> Calls:
     calls = []
     for call in ground_truth:
         for name, args in call.items():
-            given = {k: next(v for v in vs if v != "") for k, vs in args.items() if vs != [""]}
+            values = {k: [v for v in vs if v != ""] for k, vs in args.items()}
+            given = {k: vs[0] for k, vs in values.items() if vs}
             calls.append((name, given))
     return calls
 
@@ -153,14 +155,16 @@ def _cause(
     return None
 
 
-def _compare(with_documents: bool) -> tuple[int, dict[str | None, int], list[Any], Any]:
+def _compare(
+    with_documents: bool, categories: tuple[str, ...] = CATEGORIES
+) -> tuple[int, dict[str | None, int], list[Any], Any]:
     """Every entry's mutants through BFCL's checker and referee's grader: (count, the
     differences by cause, those of no known cause, the kinds BFCL refused and accepted)."""
     bfcl = checker()
     python = bfcl.Language.PYTHON
     total, causes, wrong = 0, {}, []
     verdicts: dict[str, set[bool]] = {}
-    for cat in CATEGORIES:
+    for cat in categories:
         for row, ground_truth in entries(cat):
             reference = tool_calls_from_value(ground_truth)
             assert reference is not None, row["id"]
@@ -197,9 +201,11 @@ def test_verdicts_with_the_function_documents_as_tools() -> None:
     """The row's function documents as the grader's ``tools`` (as the trainer adapters pass a
     BFCL row's ``function`` column): BFCL's verdict on every mutant (required and undeclared
     parameters, int/float/bool/null for a number, list items' types, a list as text...) but
-    where BFCL's greedy matching of parallel calls refuses an order that fits."""
-    total, causes, wrong, kinds = _compare(with_documents=True)
+    where BFCL's greedy matching of parallel calls refuses an order that fits; BFCL's live
+    categories (user-contributed functions and queries: 1,351 entries) too."""
+    total, causes, wrong, kinds = _compare(with_documents=True, categories=CATEGORIES + LIVE)
     assert not wrong, f"{len(wrong)} of {total} disagree with no known cause: {wrong[:10]}"
+    assert total > 21_000
     assert set(causes) <= {"BFCL's greedy matching of parallel calls"}, causes
     assert sum(causes.values()) < 0.001 * total, causes
     # the type mutants are ones BFCL both refuses and accepts: the rules are exercised
