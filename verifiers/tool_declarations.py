@@ -13,9 +13,10 @@ checker checks it (``bfcl_eval/eval_checker/ast_eval/ast_checker.py``):
   and ``any``: a str; ``boolean``: a bool; ``array``, ``list`` and ``tuple``: a list, its items of
   ``items``' type one level deep, as BFCL checks them; ``dict`` and ``object``: an object; xLAM's
   ``str``, ``int``, ``float``, ``bool``, ``list``, ``dict``, ``List[...]``, ``... , optional``
-  alike), or of the type of the reference's value (BFCL's "variable" rule: a possible answer
-  that is a string where the declaration says integer names a variable, and a string is then
-  the right type). A type this table does not know is not checked.
+  alike; a list of types, JSON Schema's ``["string", "null"]``: any of them), or of the type of
+  the reference's value (BFCL's "variable" rule: a possible answer that is a string where the
+  declaration says integer names a variable, and a string is then the right type). A type this
+  table does not know is not checked.
 """
 
 from __future__ import annotations
@@ -120,6 +121,10 @@ def _item_ok(item: Any, answers: Sequence[Any], expected: type) -> bool:
 def type_ok(value: Any, answers: Sequence[Any] | None, schema: Any) -> bool:
     """``value`` is of the type ``schema`` declares, as BFCL's ``type_checker`` sees it, given
     the reference's possible values for it (``answers``; None when the reference has none)."""
+    kinds = schema.get("type") if isinstance(schema, Mapping) else None
+    if isinstance(kinds, list):  # JSON Schema's ["string", "null"]: any of them
+        named = [k for k in kinds if isinstance(k, str)]
+        return not named or any(type_ok(value, answers, {**schema, "type": k}) for k in named)
     declared = _declared(schema)
     if declared is None:
         return True

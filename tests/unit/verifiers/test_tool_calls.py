@@ -291,6 +291,16 @@ def test_a_reference_value_of_another_type_is_a_variable() -> None:
         grade_tool_calls(hermes({"name": "page", "arguments": {"n": 3.0}}), ints, tools=tools).score
         == 0.0
     )
+    # JSON Schema's list of types: any of them
+    either = [{"name": "page", "parameters": {"n": {"type": ["integer", "null"]}}}]
+    nulls = [{"name": "page", "arguments": {"n": None}}]
+    for response, want, score in (
+        ({"n": None}, nulls, 1.0),
+        ({"n": 3}, ints, 1.0),
+        ({"n": 3.0}, ints, 0.0),
+    ):
+        call = hermes({"name": "page", "arguments": response})
+        assert grade_tool_calls(call, want, tools=either).score == score, response
     # a type the table does not know is not checked
     loose = [{"name": "page", "parameters": {"n": {"type": "Optional[Union[int, str]]"}}}]
     assert (
