@@ -36,7 +36,8 @@ class SQLGrader(_Model):
     """Text-to-SQL execution match: the response's query and `reference` run on the database
     `setup` builds (a read-only in-memory SQLite copy per check), or on the server's SQLite file
     `database` names (Spider's and BIRD's `db_id`, opened read-only); the result sets are
-    compared as multisets (or sets: `compare`), or in order when the reference has ORDER BY."""
+    compared as multisets (or sets, or as Spider's evaluation does: `compare`), or in order when
+    the reference has ORDER BY."""
 
     type: Literal["sql"] = "sql"
     setup: str | None = Field(
@@ -64,11 +65,13 @@ class SQLGrader(_Model):
         description="Compare rows in order; default: when the reference has ORDER BY (with "
         "`compare: set`, never).",
     )
-    compare: Literal["multiset", "set"] = Field(
+    compare: Literal["multiset", "set", "spider"] = Field(
         "multiset",
-        description="`multiset`: each row counts as often as it comes (Spider's execution "
-        "match); `set`: duplicate rows aside, as BIRD's evaluation compares (`set(pred) == "
-        "set(gold)`).",
+        description="`multiset`: each row counts as often as it comes, the columns in their "
+        "order; `set`: duplicate rows aside, as BIRD's evaluation compares (`set(pred) == "
+        "set(gold)`); `spider`: as Spider's test-suite evaluation matches them (DISTINCT "
+        "dropped from both queries, the columns in any order, the rows in order when the "
+        "reference's text says `order by`).",
     )
     float_digits: int = Field(6, ge=0, le=15, description="Floats are rounded to this.")
     extract: Literal["auto", "none"] = Field(

@@ -406,11 +406,13 @@ def fill_item(grader: Mapping[str, Any], row: Mapping[str, Any]) -> dict[str, An
     ``label_model`` grader that has none (OpenAI's graders read the row as ``item``: the python
     grader's argument, the model graders' ``{{item.*}}`` templates), and each ``sql`` grader
     with no database the row's ``db_id`` as its ``database`` (Spider's and BIRD's rows name
-    their SQLite file so) and, with no reference, the row's gold query (Spider's ``query``,
-    BIRD's ``SQL``: then, unless the grader says, ``compare: set``, as BIRD's evaluation
-    compares), and each ``tool_call`` grader with no ``tools`` the row's tool definitions (a
-    ``tools`` column, or BFCL's ``function``: :func:`tools_from_value`) and with no reference
-    xLAM's ``answers`` column, in ``weighted``, ``length_penalty`` and ``multi`` too."""
+    their SQLite file so) and, with no reference, the row's gold query (Spider's ``query``:
+    then, unless the grader says, ``compare: spider``, as Spider's evaluation compares;
+    BIRD's ``SQL``: ``compare: set``, as BIRD's does; a veRL row whose ``data_source`` names
+    Spider or BIRD likewise), and each ``tool_call`` grader with no ``tools`` the row's tool
+    definitions (a ``tools`` column, or BFCL's ``function``: :func:`tools_from_value`) and with
+    no reference xLAM's ``answers`` column, in ``weighted``, ``length_penalty`` and ``multi``
+    too."""
     out = dict(grader)
     kind = out.get("type")
     if kind in ("python", "score_model", "label_model") and not out.get("item"):
@@ -421,8 +423,11 @@ def fill_item(grader: Mapping[str, Any], row: Mapping[str, Any]) -> dict[str, An
         column = next((k for k in ("query", "SQL") if isinstance(row.get(k), str)), None)
         if _no_reference(out.get("reference")) and column and row[column]:
             out["reference"] = row[column]
-            if column == "SQL" and "compare" not in out:
-                out["compare"] = "set"  # BIRD's row: BIRD's evaluation compares sets
+            if "compare" not in out:  # as the data set's own evaluation compares
+                out["compare"] = "set" if column == "SQL" else "spider"
+        source = str(row.get("data_source") or "").lower()
+        if "compare" not in out and ("spider" in source or "bird" in source):
+            out["compare"] = "spider" if "spider" in source else "set"  # veRL's rows
     elif kind == "tool_call":
         if out.get("reference") is None and (calls := tool_calls_from_value(row.get("answers"))):
             out["reference"] = calls  # xLAM's rows: the calls in `answers`, JSON text

@@ -21,7 +21,9 @@ padding), on the SQL text and on the heap. Hostile SQL is a *result* (score 0, o
 Result sets compare as multisets of rows (column order kept, numbers by value: ``1 = 1.0``,
 floats rounded to ``float_digits``) unless the reference query has a top-level ``ORDER BY``, when
 they compare as lists (``ordered`` overrides); ``compare="set"`` compares them as sets in any
-order, as BIRD's evaluation does. A setup or reference that fails is
+order, as BIRD's evaluation does; ``compare="spider"`` as Spider's test-suite evaluation does
+(``sql_spider.py``: DISTINCT dropped from both queries, the columns in any order, the rows in
+order when the reference's text says ``order by``). A setup or reference that fails is
 ``bad_reference`` with ``valid: false``: the data set row is broken, not the response.
 
 The databases, their limits and running one query on them are in ``sql_database.py``
@@ -51,6 +53,7 @@ from referee.verifiers.sql_database import (
     _Run,
     _run,
 )
+from referee.verifiers.sql_spider import spider_equal, spider_order_matters, spider_query
 from referee.verifiers.text_scan import after_thinking
 
 __all__ = [
@@ -193,7 +196,9 @@ def sql_match(
     """Score one response: 1.0 when its query returns what ``reference`` returns on ``setup``'s
     database (or on the SQLite file at the path ``database``, opened read-only), else 0.0 with
     the outcome that says why. ``compare="set"``: duplicate rows aside and, unless ``ordered``,
-    in any order (BIRD's evaluation)."""
+    in any order (BIRD's evaluation); ``compare="spider"``: as Spider's test-suite evaluation
+    matches them (``sql_spider``: DISTINCT dropped, the columns in any order, the rows in order
+    when the reference says ``order by`` anywhere)."""
     limits = limits or SQLLimits()
     start = time.perf_counter()
 
@@ -220,9 +225,14 @@ def sql_match(
             return done(0.0, "bad_reference", reason=f"the setup SQL failed: {exc}", valid=False)
         key = _digest(setup or "")
         check_on = functools.partial(_fresh_copy, source, limits)
-    as_sets = compare == "set"
+    as_sets, spider = compare == "set", compare == "spider"
+    if spider:  # Spider's evaluation runs both queries rewritten (DISTINCT dropped...)
+        reference = spider_query(reference)
     if ordered is None:
-        ordered = False if as_sets else has_order_by(reference)
+        if spider:
+            ordered = spider_order_matters(reference)
+        else:
+            ordered = False if as_sets else has_order_by(reference)
     want = _reference_rows(key, check_on, reference, limits, float_digits)
     if want.rows is None:
         reason = f"the reference query failed ({want.outcome}): {want.reason}"
@@ -230,11 +240,14 @@ def sql_match(
     query = extract_sql(response) if extract else (response.strip().rstrip(";") or None)
     if query is None:
         return done(0.0, "no_answer", reason="no SQL query in the response")
-    got = _run(check_on(), query, limits, float_digits)
+    got = _run(check_on(), spider_query(query) if spider else query, limits, float_digits)
     if got.rows is None:
         assert got.outcome is not None
         return done(0.0, got.outcome, query=query[:2000], reason=got.reason, ordered=ordered)
-    same = _equal(got.rows, want.rows, ordered, as_sets)
+    if spider:
+        same = spider_equal(want.rows, got.rows, ordered)
+    else:
+        same = _equal(got.rows, want.rows, ordered, as_sets)
     return done(
         1.0 if same else 0.0,
         "correct" if same else "wrong",

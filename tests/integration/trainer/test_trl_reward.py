@@ -302,6 +302,8 @@ def test_spider_rows_through_trl(tmp_path: Path, referee_server_factory: Any) ->
         conn = sqlite3.connect(folder / db_id / f"{db_id}.sqlite")
         conn.execute("CREATE TABLE t(x INT)")
         conn.executemany("INSERT INTO t VALUES (?)", [(i,) for i in range(rows)])
+        conn.execute("CREATE TABLE u(name TEXT, n INT)")
+        conn.executemany("INSERT INTO u VALUES (?, ?)", [("a", 1), ("a", 1), ("b", 2)])
         conn.commit()
         conn.close()
     files = referee_server_factory(tmp_path, {"REFEREE_SQL_DATABASES_DIR": str(folder)}, "sql")
@@ -326,6 +328,22 @@ def test_spider_rows_through_trl(tmp_path: Path, referee_server_factory: Any) ->
     with trl_call(sql) as call:
         out = call([{"prompt": bird["question"], "db_id": "pets_1", "query": gold}], answers, 2)
     assert out[:, 0].tolist() == [0.0, 0.0]
+
+    # Spider's rows compare as Spider's evaluation does: the columns in any order, DISTINCT
+    # dropped from both queries (what plain multisets refuse)
+    row = {
+        "prompt": "Names and counts?",
+        "db_id": "concert_singer",
+        "query": "SELECT name, n FROM u",
+    }
+    answers = ["SELECT n, name FROM u", "SELECT DISTINCT name, n FROM u", "SELECT name FROM u"]
+    with trl_call(sql) as call:
+        out = call([row], answers, 3)
+    assert out[:, 0].tolist() == [1.0, 1.0, 0.0]
+    plain = reward_function(files.url, {"type": "sql", "compare": "multiset"})
+    with trl_call(plain) as call:
+        out = call([row], answers, 3)
+    assert out[:, 0].tolist() == [0.0, 0.0, 0.0]
 
 
 def test_python_grader_reads_the_row_as_item(server: Server) -> None:
