@@ -239,6 +239,15 @@ class MultiGrader(_Model):
     graders: dict[str, Grader] = Field(..., min_length=1, max_length=16)
     calculate_output: str = Field(..., min_length=1, max_length=2_000, examples=["0.5 * a + b"])
 
+    @field_validator("graders", mode="before")
+    @classmethod
+    def _one_grader(cls, value: Any) -> Any:
+        """The ``openai`` SDK types ``graders`` as one grader object: it is named by its
+        ``name`` (OpenAI's documents give a dict of named graders: taken as it is)."""
+        if isinstance(value, dict) and isinstance(value.get("type"), str):
+            return {str(value.get("name") or "grader"): value}
+        return value
+
     @field_validator("graders")
     @classmethod
     def _names(cls, value: dict[str, Any]) -> dict[str, Any]:

@@ -27,6 +27,7 @@ from referee.services.routes import (
     jobs,
     judge,
     nemo_gym,
+    openai_graders,
     openrlhf,
     rewards,
     sandbox,
@@ -100,6 +101,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(environments.router, dependencies=[Depends(require_api_key)])
     sessions.install(app)  # /v1/sessions and the session manager's life
     app.include_router(nemo_gym.router, dependencies=[Depends(require_api_key)])
+    app.include_router(openai_graders.router, dependencies=[Depends(require_api_key)])
     # veRL's SandboxFusion client sends no key: the operator may leave /run_code open.
     compat_deps = [] if settings.compat_without_api_key else [Depends(require_api_key)]
     app.include_router(sandbox_fusion.router, dependencies=compat_deps)

@@ -14,7 +14,9 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 _LINK = re.compile(r"\]\(([^)\s]+)\)")
-_FENCE = re.compile(r"^```.*?^```", re.S | re.M)
+# a fence as CommonMark reads one: 3+ backticks at a line's start, an info string without
+# backticks (a line that opens with ```` ```sql ```` is inline code), closed by as many
+_FENCE = re.compile(r"^(`{3,})[^`\n]*\n.*?^\1[ \t]*$", re.S | re.M)
 
 
 def slug(heading: str) -> str:
