@@ -18,7 +18,8 @@ Peers, each called in this process with no guard at all:
   (``ast_checker`` from the pinned bfcl-eval wheel, loaded by path as the tests do,
   ``tests/bfcl_peer.py``) on the Hermes blocks read with ``json.loads``; the items are BFCL's
   simple_python, multiple, parallel and parallel_multiple entries, their ground truth as the
-  reference, every other response with one argument's value changed;
+  reference and their function documents as ``tools`` (checked as BFCL checks them), every
+  other response with one argument's value changed;
 * ``python``: the grader's source ``exec``-ed once, ``grade(sample, item)`` called per item (no
   sandbox: the user's code runs in the trainer's process).
 
@@ -184,8 +185,15 @@ def bfcl_item_maker(
     references = [tool_calls_from_value(truth) for _c, _q, truth, _t in rows]
 
     def item(i: int) -> dict[str, Any]:
-        grader = {"type": "tool_call", "reference": references[i % len(rows)]}
-        return {"id": str(i), "response": rows[i % len(rows)][3], "grader": grader}
+        # the entry's function documents as `tools`, as the trainer adapters pass a BFCL row's
+        # `function` column: the calls are checked against them as BFCL's checker does
+        row = rows[i % len(rows)]
+        grader = {
+            "type": "tool_call",
+            "reference": references[i % len(rows)],
+            "tools": row[1]["function"],
+        }
+        return {"id": str(i), "response": row[3], "grader": grader}
 
     return item
 
