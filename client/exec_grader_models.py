@@ -117,7 +117,8 @@ class ToolCallSpec(_Model):
 
 class ToolCallGrader(_Model):
     """The response's tool calls (OpenAI `tool_calls`, Hermes `<tool_call>` JSON, a JSON
-    object/list in the text, or Python call syntax) against the reference calls: names,
+    object/list in the text, Python call syntax, or Qwen3-Coder's and GLM's XML in
+    `<tool_call>` blocks, typed by `tools`) against the reference calls: names,
     arguments equal as JSON values (numbers by value; omitted arguments take `tools`'
     defaults, and calls are checked against `tools`' declarations) or among BFCL's possible
     answers (`allowed`), in any order unless `ordered`.

@@ -7,7 +7,10 @@ calls one JSON object a line in one block), a JSON object or list of
 ``{"name", "arguments"}`` (xLAM's answer shape; ``parameters`` is read as ``arguments``) in the
 text or a fenced block, or Python call syntax (``[get_weather(city="Paris"), get_time(tz="CET")]``:
 BFCL's answers and the "pythonic" tool calls of Llama 3.2 and later, read with ``ast``, never run;
-keyword arguments with literal values only). Every reader is bounded on hostile text.
+keyword arguments with literal values only), or the XML forms of Qwen3-Coder / Qwen3.5
+(``<function=NAME><parameter=ARG>value</parameter></function>``) and GLM-4.5
+(``NAME<arg_key>ARG</arg_key><arg_value>value</arg_value>``) inside ``<tool_call>`` blocks
+(``tool_call_xml``). Every reader is bounded on hostile text.
 """
 
 from __future__ import annotations
@@ -192,8 +195,25 @@ def _openai_shaped(value: Any) -> bool:
     return "tool_calls" in value or "function_call" in value or "function" in value
 
 
-def parse_tool_calls(response: str) -> tuple[list[ToolCall], str | None]:
-    """The calls in a response and where they were found (``None``: none found)."""
+def _xml_block_calls(
+    body: str, declarations: Mapping[str, Any] | None
+) -> tuple[list[ToolCall] | None, str]:
+    """A ``<tool_call>`` block in Qwen3-Coder's or GLM-4.5's XML form (``tool_call_xml``)."""
+    from referee.verifiers.tool_call_xml import glm_calls, qwen_xml_calls
+
+    if "<function=" in body:
+        found, fmt = qwen_xml_calls(body, declarations), "qwen3_coder"
+    else:
+        found, fmt = glm_calls(body, declarations), "glm45"
+    return (None if found is None else [ToolCall(n, a) for n, a in found]), fmt
+
+
+def parse_tool_calls(
+    response: str, declarations: Mapping[str, Any] | None = None
+) -> tuple[list[ToolCall], str | None]:
+    """The calls in a response and where they were found (``None``: none found);
+    ``declarations`` (tool name -> ``tool_declarations.Declaration``) type the values of the
+    XML formats."""
     text = after_thinking(response)
     whole = _loads(text)
     if whole is not None:
@@ -202,13 +222,17 @@ def parse_tool_calls(response: str) -> tuple[list[ToolCall], str | None]:
             return calls[:MAX_CALLS], "openai" if _openai_shaped(whole) else "json"
     if "<tool_call>" in text:
         calls = []
+        fmt = "hermes"
         for part in text.split("<tool_call>")[1:]:  # an unclosed last block counts
             body = part.split("</tool_call>", 1)[0].strip()
-            calls.extend(_block_calls(body) or [])
+            found = _block_calls(body)
+            if found is None and body[:1] not in ("{", "["):
+                found, fmt = _xml_block_calls(body, declarations)
+            calls.extend(found or [])
             if len(calls) > MAX_CALLS:
                 break
         if calls:
-            return calls[:MAX_CALLS], "hermes"
+            return calls[:MAX_CALLS], fmt
     for _language, body in fenced_blocks(text):
         found = _calls_from_json(_loads(body.strip()))
         if found:

@@ -12,7 +12,8 @@ list of them) with ``tool_calls`` (``{"type": "function", "function": {"name", "
 (xLAM's answer shape; ``parameters`` is read as ``arguments``) in the text or a fenced block, or
 Python call syntax (``[get_weather(city="Paris"), get_time(tz="CET")]``: BFCL's answers and the
 "pythonic" tool calls of Llama 3.2 and later, read with ``ast``, never run; keyword arguments
-with literal values only).
+with literal values only), or Qwen3-Coder's and GLM-4.5's XML inside ``<tool_call>`` blocks
+(``tool_call_xml``: values typed by the tools' declarations, as SGLang's parsers type them).
 
 Arguments are equivalent when they are equal JSON values with numbers by value (``1 == 1.0``;
 a bool is not a number). With ``tools`` (OpenAI function definitions or xLAM's ``{"name",
@@ -311,8 +312,8 @@ def grade_tool_calls(
     want = _reference(reference)
     if want is None:
         return ToolCallResult(0.0, "bad_reference", reason="a reference call has no name")
-    got, fmt = parse_tool_calls(response)
     decls = declarations_from_tools(tools)
+    got, fmt = parse_tool_calls(response, decls)
     calls = [{"name": c.name, "arguments": c.arguments} for c in got]
     required = [len(_required(_filled(w, w, decls.get(w.name)), decls.get(w.name))) for w in want]
     s_max = 1 + len(want) + sum(required)

@@ -292,6 +292,39 @@ def test_xlam_rows_through_trl(server: Server) -> None:
     assert out[:, 0].tolist() == [1.0, 1.0, 0.0, 0.0]
 
 
+def test_qwen3_coder_xml_calls_through_trl(server: Server) -> None:
+    """Qwen3-Coder / Qwen3.5 rollouts write calls as XML: with the row's ``tools`` column the
+    values are typed as the serving engine types them (an integer parameter's ``3`` is 3, a
+    string parameter's ``42`` stays "42"), so they match the reference calls."""
+    tools = [
+        {
+            "type": "function",
+            "function": {
+                "name": "book",
+                "parameters": {
+                    "type": "object",
+                    "properties": {"room": {"type": "string"}, "nights": {"type": "integer"}},
+                    "required": ["room", "nights"],
+                },
+            },
+        }
+    ]
+    reference = [{"name": "book", "arguments": {"room": "42", "nights": 3}}]
+    row = {"prompt": "Book room 42 for 3 nights.", "answer": json.dumps(reference), "tools": tools}
+
+    def xml(room: str, nights: str) -> str:
+        return (
+            "<think>Room and nights.</think>\n<tool_call>\n<function=book>\n"
+            f"<parameter=room>\n{room}\n</parameter>\n<parameter=nights>\n{nights}\n"
+            "</parameter>\n</function>\n</tool_call>"
+        )
+
+    tool = reward_function(server.url, {"type": "tool_call"})
+    with trl_call(tool) as call:
+        out = call([row], [xml("42", "3"), xml("42", "4"), xml("41", "3")], 3)
+    assert out[:, 0].tolist() == [1.0, 0.0, 0.0]
+
+
 def test_spider_rows_through_trl(tmp_path: Path, referee_server_factory: Any) -> None:
     """Spider's rows as TRL hands them over (``db_id``, the gold ``query``, the question as the
     prompt), the grader given once with no database: each row's ``db_id`` names its SQLite file

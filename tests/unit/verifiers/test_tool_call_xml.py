@@ -1,0 +1,185 @@
+"""Tool calls in Qwen3-Coder's and GLM-4.5's XML forms read as SGLang's own parsers read them.
+
+SGLang's ``Qwen3CoderDetector`` and ``Glm4MoeDetector`` (sglang 0.5.23, pinned, loaded by path:
+tests/sglang_peer.py) are the parsers a serving engine applies to these models' output. The
+calls are BFCL's ground truths (simple_python, multiple, parallel, parallel_multiple and the live
+categories: every argument type BFCL's functions declare), written as each model's chat template
+writes a call (a string as it is, any other value as JSON), and mutated (numbers as floats,
+null, a string that reads as a number, a string with newlines, an object for a string
+parameter); the tools are the entries' function documents as OpenAI definitions (BFCL's type
+names as JSON Schema's). referee's reading with the tools' declarations must give SGLang's
+calls, name and arguments, every one.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+import sglang_peer
+from bfcl_peer import entries
+
+from referee.verifiers.tool_call_reading import parse_tool_calls
+from referee.verifiers.tool_calls import grade_tool_calls
+from referee.verifiers.tool_declarations import declarations_from_tools
+
+CATEGORIES = (
+    "simple_python",
+    "multiple",
+    "parallel",
+    "parallel_multiple",
+    "live_simple",
+    "live_multiple",
+    "live_parallel",
+    "live_parallel_multiple",
+)
+_JSON_TYPES = {"dict": "object", "float": "number", "tuple": "array", "any": "string"}
+Calls = list[tuple[str, dict[str, Any]]]
+
+
+def as_json_schema(schema: Any) -> Any:
+    """A BFCL function document's parameters with JSON Schema's type names."""
+    if isinstance(schema, dict):
+        out = {k: as_json_schema(v) for k, v in schema.items()}
+        if isinstance(out.get("type"), str):
+            out["type"] = _JSON_TYPES.get(out["type"], out["type"])
+        return out
+    if isinstance(schema, list):
+        return [as_json_schema(v) for v in schema]
+    return schema
+
+
+def openai_tools(functions: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [
+        {
+            "type": "function",
+            "function": {
+                "name": f["name"],
+                "description": f.get("description", ""),
+                "parameters": as_json_schema(f["parameters"]),
+            },
+        }
+        for f in functions
+    ]
+
+
+def truth(ground_truth: list[dict[str, Any]]) -> Calls:
+    calls = []
+    for call in ground_truth:
+        for name, args in call.items():
+            values = {k: [v for v in vs if v != ""] for k, vs in args.items()}
+            calls.append((name, {k: vs[0] for k, vs in values.items() if vs}))
+    return calls
+
+
+def mutants(calls: Calls) -> list[Calls]:
+    out = [calls]
+    name, args = calls[0]
+    for key, value in sorted(args.items())[:2]:
+        if isinstance(value, int) and not isinstance(value, bool):
+            out.append([(name, {**args, key: float(value)}), *calls[1:]])
+        if isinstance(value, str):
+            out.append([(name, {**args, key: "42"}), *calls[1:]])
+            out.append([(name, {**args, key: value + "\nsecond line"}), *calls[1:]])
+            out.append([(name, {**args, key: {"text": value}}), *calls[1:]])
+        out.append([(name, {**args, key: None}), *calls[1:]])
+    return out
+
+
+def _text(value: Any) -> str:
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+
+
+def qwen3_coder(calls: Calls) -> str:
+    """As Qwen3-Coder's chat template writes calls."""
+    out = []
+    for name, args in calls:
+        params = "".join(f"<parameter={k}>\n{_text(v)}\n</parameter>\n" for k, v in args.items())
+        out.append(f"<tool_call>\n<function={name}>\n{params}</function>\n</tool_call>")
+    return "\n".join(out)
+
+
+def glm45(calls: Calls) -> str:
+    """As GLM-4.5's chat template writes calls."""
+    out = []
+    for name, args in calls:
+        pairs = "".join(
+            f"<arg_key>{k}</arg_key>\n<arg_value>{_text(v)}</arg_value>\n" for k, v in args.items()
+        )
+        out.append(f"<tool_call>{name}\n{pairs}</tool_call>")
+    return "\n".join(out)
+
+
+FORMATS = {
+    "qwen3_coder": (qwen3_coder, "qwen3_coder_detector", "Qwen3CoderDetector"),
+    "glm45": (glm45, "glm4_moe_detector", "Glm4MoeDetector"),
+}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("fmt", sorted(FORMATS))
+def test_calls_read_as_sglangs_parser_reads_them(fmt: str) -> None:
+    write, module, detector = FORMATS[fmt]
+    parser = getattr(sglang_peer.module(module), detector)
+    total, wrong = 0, []
+    for category in CATEGORIES:
+        for row, ground_truth in entries(category):
+            definitions = openai_tools(row["function"])
+            peer_tools = sglang_peer.tools(definitions)
+            decls = declarations_from_tools(definitions)
+            for calls in mutants(truth(ground_truth)):
+                text = write(calls)
+                theirs = [
+                    (c.name, json.loads(c.parameters))
+                    for c in parser().detect_and_parse(text, peer_tools).calls
+                ]
+                got, found_as = parse_tool_calls(text, decls)
+                ours = [(c.name, c.arguments) for c in got]
+                total += 1
+                if ours != theirs or found_as != fmt:
+                    wrong.append((row["id"], text, theirs, ours, found_as))
+    assert total > 5000
+    assert not wrong, f"{len(wrong)} of {total} differ: {wrong[:5]}"
+
+
+def test_without_tools_json_values_are_read() -> None:
+    """With no declaration (no ``tools``), a value that reads as JSON is that value (the engines
+    keep it as text); anything else is the text."""
+    text = qwen3_coder([("f", {"n": 3, "ok": True, "xs": [1, 2], "s": "Paris", "none": None})])
+    [(call)], _ = parse_tool_calls(text)
+    assert call.arguments == {"n": 3, "ok": True, "xs": [1, 2], "s": "Paris", "none": None}
+    [(call)], _ = parse_tool_calls(glm45([("f", {"n": 3, "s": "a b"})]))
+    assert call.arguments == {"n": 3, "s": "a b"}
+    reference = [{"name": "get_weather", "arguments": {"city": "Paris", "days": 3}}]
+    for write in (qwen3_coder, glm45):
+        reply = "<think>Two days?</think>\n" + write(
+            [("get_weather", {"city": "Paris", "days": 3})]
+        )
+        result = grade_tool_calls(reply, reference)
+        assert result.score == 1.0 and result.format in FORMATS, result
+
+
+def test_what_is_not_a_call() -> None:
+    for text in (
+        "<tool_call>I would call the weather tool here.</tool_call>",
+        "<tool_call>{not json</tool_call>",
+        "<tool_call>\n<function=>\n</function>\n</tool_call>",
+    ):
+        assert parse_tool_calls(text)[0] == [], text
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "<tool_call>" + "<function=f>" * 200_000,
+        "<tool_call><function=f>" + "<parameter=a>" * 200_000,
+        "<tool_call>f" + "<arg_key>k</arg_key>" * 100_000 + "<arg_value>",
+        "<tool_call><function=f><parameter=a>" + "[" * 500_000 + "</parameter></function>",
+    ],
+)
+def test_hostile_xml_is_read_in_one_pass(text: str) -> None:
+    """Unclosed markers by the hundred thousand, a value of half a million brackets: each is
+    read by one pass of ``str.find`` (a regex engine's lazy scans would be quadratic here)."""
+    calls, _ = parse_tool_calls(text)
+    assert len(calls) <= 64

@@ -1,0 +1,298 @@
+"""Tool calls written as XML inside ``<tool_call>`` blocks: Qwen3-Coder's (and Qwen3.5's) and
+GLM-4.5's formats, read as SGLang's ``qwen3_coder`` and ``glm45`` parsers read them.
+
+Qwen3-Coder::
+
+    <tool_call>
+    <function=get_weather>
+    <parameter=city>
+    Paris
+    </parameter>
+    </function>
+    </tool_call>
+
+GLM-4.5 / 4.6 (4.7 writes no newline after the name)::
+
+    <tool_call>get_weather
+    <arg_key>city</arg_key>
+    <arg_value>Paris</arg_value>
+    </tool_call>
+
+The values are text; their types come from the tool's declaration (``tools``), as the serving
+engines convert them: for Qwen3-Coder a declared ``string`` keeps the text, an ``integer`` is
+``int()``, a ``number`` a float (an int when the text has no ``.`` or ``e``), a ``boolean``
+``true``/``false``, an ``object`` or ``array`` JSON (then a Python literal), ``null`` None; for
+GLM the text is read as JSON first (then unescaped, then as a Python literal), a declared
+``string`` kept as text. An argument the declaration does not type stays text for Qwen3-Coder
+and is read as JSON for GLM, as the engines do; with no declaration of the tool at all (no
+``tools``), a value that reads as a JSON number, boolean, null, array or object is that value
+(referee's reading: the engines keep it as text), else the text. Every scan is linear: the
+markers are found with ``str.find`` from where the last one ended.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from referee.verifiers.tool_declarations import Declaration
+
+__all__ = ["glm_calls", "qwen_xml_calls", "schema_type"]
+
+_LITERAL_CHARS = 100_000
+"""Longest value read as a Python literal (``ast.literal_eval`` of more costs too much)."""
+_STRING_TYPES = frozenset({"string", "str", "text", "varchar", "char", "enum"})
+
+
+def schema_type(schema: Any) -> str | None:
+    """The type a JSON Schema gives a value, as SGLang's ``infer_type_from_json_schema`` reads
+    it: ``type`` (a list: its first that is not null), ``anyOf``/``oneOf``, ``enum``'s values,
+    ``allOf``, ``properties`` (object), ``items`` (array)."""
+    if not isinstance(schema, Mapping):
+        return None
+    if "type" in schema:
+        kind = schema["type"]
+        if isinstance(kind, str):
+            return kind
+        if isinstance(kind, list) and kind:
+            named = [t for t in kind if t != "null"]
+            return str(named[0]) if named else "string"
+    branches = schema.get("anyOf") or schema.get("oneOf")
+    if ("anyOf" in schema or "oneOf" in schema) and isinstance(branches, list):
+        types = [t for t in (schema_type(b) for b in branches) if t]
+        if types:
+            if len(set(types)) == 1:
+                return types[0]
+            if len(set(types)) == 2 and "null" in types:
+                return next(t for t in types if t != "null")
+            return "string" if "string" in types else types[0]
+    if isinstance(schema.get("enum"), list):
+        kinds = {_json_kind(v) for v in schema["enum"]}
+        return kinds.pop() if len(kinds) == 1 else "string"
+    if isinstance(schema.get("allOf"), list):
+        for branch in schema["allOf"]:
+            found = schema_type(branch)
+            if found and found != "string":
+                return found
+        return "string"
+    if "properties" in schema:
+        return "object"
+    if "items" in schema:
+        return "array"
+    return None
+
+
+def _json_kind(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int):
+        return "integer"
+    if isinstance(value, float):
+        return "number"
+    if isinstance(value, list):
+        return "array"
+    if isinstance(value, dict):
+        return "object"
+    return "string"
+
+
+def _literal(text: str) -> Any:
+    """``ast.literal_eval`` of ``text``; raises ValueError when it is not a literal."""
+    if len(text) > _LITERAL_CHARS:
+        raise ValueError("too long to read as a literal")
+    try:
+        return ast.literal_eval(text)
+    except (SyntaxError, TypeError, MemoryError, RecursionError) as exc:
+        raise ValueError(str(exc)) from exc
+
+
+def _json_value(text: str) -> tuple[Any, bool]:
+    try:
+        return json.loads(text), True
+    except (ValueError, RecursionError):
+        return None, False
+
+
+def _undeclared(text: str) -> Any:
+    """A value of a tool with no declaration: a JSON value when it reads as one, else text."""
+    value, ok = _json_value(text.strip())
+    return value if ok and not isinstance(value, str) else text
+
+
+def _properties(name: str, decls: Mapping[str, Declaration] | None) -> Mapping[str, Any] | None:
+    decl = decls.get(name) if decls else None
+    return None if decl is None else (decl.properties or {})
+
+
+# --- Qwen3-Coder -------------------------------------------------------------------------
+
+
+def _qwen_value(text: str, schema: Any, declared: bool) -> Any:
+    """SGLang's ``Qwen3CoderDetector._convert_param_value``."""
+    if text.lower() == "null":
+        return None
+    if not declared:
+        return text
+    kind = str(schema_type(schema) or "string").strip().lower()
+    if kind in _STRING_TYPES:
+        return text
+    if kind.startswith(("int", "uint", "long", "short", "unsigned")):
+        try:
+            return int(text)
+        except ValueError:
+            return text
+    if kind.startswith(("num", "float")):
+        try:
+            number = float(text)
+        except ValueError:
+            return text
+        whole = "." not in text and "e" not in text.lower()
+        return int(number) if whole and number.is_integer() else number
+    if kind in ("boolean", "bool", "binary"):
+        return text.lower() == "true"
+    if kind in ("object", "array", "arr") or kind.startswith(("dict", "list")):
+        value, ok = _json_value(text)
+        if ok:
+            return value
+    try:
+        return _literal(text)
+    except ValueError:
+        return text
+
+
+class _Finder:
+    """The next place of one marker at or after a position, found again only when passed (each
+    marker's search then covers the text once in all)."""
+
+    def __init__(self, text: str, marker: str) -> None:
+        self.text, self.marker, self.at = text, marker, -2
+
+    def next(self, start: int) -> int:
+        if self.at != -1 and self.at < start:
+            self.at = self.text.find(self.marker, start)
+        return self.at
+
+
+def _qwen_parameters(params: str, props: Mapping[str, Any] | None) -> dict[str, Any]:
+    args: dict[str, Any] = {}
+    opens, closes = _Finder(params, "<parameter="), _Finder(params, "</parameter>")
+    at = 0
+    while True:
+        start = opens.next(at)
+        if start < 0:
+            return args
+        begin = start + len("<parameter=")
+        close, reopen = closes.next(begin), opens.next(begin)
+        ends = [e for e in (close, reopen) if e >= 0]
+        end = min(ends) if ends else len(params)
+        at = end + len("</parameter>") if end == close else end
+        piece = params[begin:end]
+        if ">" not in piece:
+            continue
+        name, _, value = piece.partition(">")
+        value = value[1:] if value.startswith("\n") else value
+        value = value[:-1] if value.endswith("\n") else value
+        if props is None:
+            args[name] = None if value.lower() == "null" else _undeclared(value)
+        else:
+            args[name] = _qwen_value(value, props.get(name), name in props)
+
+
+Call = tuple[str, dict[str, Any]]
+"""A call read: its name and arguments (``tool_call_reading`` makes its ``ToolCall``)."""
+
+
+def qwen_xml_calls(body: str, decls: Mapping[str, Declaration] | None) -> list[Call] | None:
+    """The calls of one ``<tool_call>`` block in Qwen3-Coder's format, or None when the block
+    holds no ``<function=NAME>``."""
+    calls: list[Call] = []
+    at = 0
+    while len(calls) < 64:
+        start = body.find("<function=", at)
+        if start < 0:
+            break
+        end = body.find("</function>", start)
+        stop = end if end >= 0 else len(body)  # an unclosed function runs to the end
+        inner = body[start + len("<function=") : stop]
+        at = stop + len("</function>") if end >= 0 else len(body)
+        if ">" not in inner:
+            continue
+        name, _, params = inner.partition(">")
+        if name:
+            calls.append((name, _qwen_parameters(params, _properties(name, decls))))
+    return calls or None
+
+
+# --- GLM-4.5 -------------------------------------------------------------------------------
+
+
+def _glm_parse(text: str, kind: str | None) -> tuple[Any, bool]:
+    """SGLang's ``glm4_moe_detector.parse_arguments``."""
+    value, ok = _json_value(text)
+    if not ok:
+        wrapped, ok = _json_value('{"tmp": "' + text + '"}')
+        if ok and isinstance(wrapped, dict):
+            value, ok = _json_value(wrapped["tmp"])
+    if ok:
+        if kind == "number" and isinstance(value, str):
+            try:
+                value = float(value) if "." in value or "e" in value.lower() else int(value)
+            except ValueError:
+                pass
+        return value, True
+    if kind == "string":
+        if len(text) >= 2 and text[0] == text[-1] and text[0] in "\"'":
+            return text[1:-1], True
+        return text, True
+    try:
+        return _literal(text), True
+    except ValueError:
+        return text, True  # SGLang's last step: the text as a JSON string, always readable
+
+
+def _glm_value(text: str, props: Mapping[str, Any] | None, key: str) -> Any:
+    if props is None:
+        return None if text.strip() == "null" else _undeclared(text)
+    kind = schema_type(props[key]) if key in props else None
+    value, ok = _glm_parse(text, kind)
+    if kind == "string":
+        if isinstance(value, str):
+            return value
+        if isinstance(value, dict | list):
+            return json.dumps(value, ensure_ascii=False)
+        return str(value)
+    return value if ok else text
+
+
+def glm_calls(body: str, decls: Mapping[str, Declaration] | None) -> list[Call] | None:
+    """The call of one ``<tool_call>`` block in GLM-4.5's format (the name, then
+    ``<arg_key>``/``<arg_value>`` pairs), or None when the block is not that."""
+    first = body.find("<arg_key>")
+    head = body if first < 0 else body[:first]
+    name = head.split("\n", 1)[0].split("\\n", 1)[0].strip()
+    if not name or any(c in name for c in "{}[]<>\"'=(): ") or (first < 0 and "\n" in body):
+        return None
+    props = _properties(name, decls)
+    args: dict[str, Any] = {}
+    at = first
+    while at >= 0:
+        key_end = body.find("</arg_key>", at)
+        if key_end < 0:
+            break
+        key = body[at + len("<arg_key>") : key_end].strip()
+        value_start = body.find("<arg_value>", key_end)
+        if value_start < 0:
+            break
+        between = body[key_end + len("</arg_key>") : value_start]
+        value_end = body.find("</arg_value>", value_start)
+        if value_end < 0:
+            break
+        if not between.replace("\\n", "").strip():
+            text = body[value_start + len("<arg_value>") : value_end]
+            args[key] = _glm_value(text, props, key)
+        at = body.find("<arg_key>", value_end)
+    return [(name, args)]
