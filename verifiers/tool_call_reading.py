@@ -10,7 +10,8 @@ BFCL's answers and the "pythonic" tool calls of Llama 3.2 and later, read with `
 keyword arguments with literal values only), or the XML forms of Qwen3-Coder / Qwen3.5
 (``<function=NAME><parameter=ARG>value</parameter></function>``) and GLM-4.5
 (``NAME<arg_key>ARG</arg_key><arg_value>value</arg_value>``) inside ``<tool_call>`` blocks
-(``tool_call_xml``). Every reader is bounded on hostile text.
+(``tool_call_xml``), or between DeepSeek-V3's / V3.1's, Kimi-K2's or Mistral's own tokens
+(``tool_call_tokens``). Every reader is bounded on hostile text.
 """
 
 from __future__ import annotations
@@ -233,6 +234,16 @@ def parse_tool_calls(
                 break
         if calls:
             return calls[:MAX_CALLS], fmt
+    if (
+        "<｜tool▁calls▁begin｜>" in text
+        or "<|tool_calls_section_begin|>" in text
+        or "[ARGS" in text
+    ):
+        from referee.verifiers.tool_call_tokens import special_token_calls
+
+        special = special_token_calls(text, declarations)
+        if special is not None:
+            return [ToolCall(n, a) for n, a in special[0][:MAX_CALLS]], special[1]
     for _language, body in fenced_blocks(text):
         found = _calls_from_json(_loads(body.strip()))
         if found:

@@ -1,7 +1,10 @@
-"""Tool calls in Qwen3-Coder's and GLM-4.5's XML forms read as SGLang's own parsers read them.
+"""Tool calls in the formats of Qwen3-Coder, GLM-4.5, DeepSeek-V3 and V3.1, Kimi-K2 and Mistral
+read as SGLang's own parsers read them.
 
-SGLang's ``Qwen3CoderDetector`` and ``Glm4MoeDetector`` (sglang 0.5.23, pinned, loaded by path:
-tests/sglang_peer.py) are the parsers a serving engine applies to these models' output. The
+SGLang's ``Qwen3CoderDetector``, ``Glm4MoeDetector``, ``DeepSeekV3Detector``,
+``DeepSeekV31Detector``, ``KimiK2Detector`` and ``MistralDetector`` (sglang 0.5.23, pinned,
+loaded by path: tests/sglang_peer.py) are the parsers a serving engine applies to these models'
+output. The
 calls are BFCL's ground truths (simple_python, multiple, parallel, parallel_multiple and the live
 categories: every argument type BFCL's functions declare), written as each model's chat template
 writes a call (a string as it is, any other value as JSON), and mutated (numbers as floats,
@@ -111,10 +114,51 @@ def glm45(calls: Calls) -> str:
     return "\n".join(out)
 
 
+DS_SECTION, DS_SECTION_END = "<｜tool▁calls▁begin｜>", "<｜tool▁calls▁end｜>"
+DS_BEGIN, DS_END, DS_SEP = "<｜tool▁call▁begin｜>", "<｜tool▁call▁end｜>", "<｜tool▁sep｜>"
+
+
+def deepseek_v3(calls: Calls) -> str:
+    """As DeepSeek-V3's (and R1-0528's) chat template writes calls."""
+    body = "".join(
+        f"{DS_BEGIN}function{DS_SEP}{n}\n```json\n{json.dumps(a, ensure_ascii=False)}\n```{DS_END}"
+        for n, a in calls
+    )
+    return f"{DS_SECTION}{body}{DS_SECTION_END}"
+
+
+def deepseek_v31(calls: Calls) -> str:
+    """As DeepSeek-V3.1's chat template writes calls."""
+    body = "".join(
+        f"{DS_BEGIN}{n}{DS_SEP}{json.dumps(a, ensure_ascii=False)}{DS_END}" for n, a in calls
+    )
+    return f"{DS_SECTION}{body}{DS_SECTION_END}"
+
+
+def kimi_k2(calls: Calls) -> str:
+    """As Kimi-K2's chat template writes calls (``functions.NAME:INDEX`` ids)."""
+    body = "".join(
+        f"<|tool_call_begin|>functions.{n}:{i}<|tool_call_argument_begin|>"
+        f"{json.dumps(a, ensure_ascii=False)}<|tool_call_end|>"
+        for i, (n, a) in enumerate(calls)
+    )
+    return f"<|tool_calls_section_begin|>{body}<|tool_calls_section_end|>"
+
+
+def mistral(calls: Calls) -> str:
+    """As Mistral's newer tokenizers (Mistral Small 3.2, Magistral, Devstral) write calls."""
+    return "".join(f"[TOOL_CALLS]{n}[ARGS]{json.dumps(a, ensure_ascii=False)}" for n, a in calls)
+
+
 FORMATS = {
     "qwen3_coder": (qwen3_coder, "qwen3_coder_detector", "Qwen3CoderDetector"),
     "glm45": (glm45, "glm4_moe_detector", "Glm4MoeDetector"),
+    "deepseek_v3": (deepseek_v3, "deepseekv3_detector", "DeepSeekV3Detector"),
+    "deepseek_v31": (deepseek_v31, "deepseekv31_detector", "DeepSeekV31Detector"),
+    "kimi_k2": (kimi_k2, "kimik2_detector", "KimiK2Detector"),
+    "mistral": (mistral, "mistral_detector", "MistralDetector"),
 }
+FOUND_AS = {"deepseek_v3": "deepseek", "deepseek_v31": "deepseek"}
 
 
 @pytest.mark.slow
@@ -137,7 +181,7 @@ def test_calls_read_as_sglangs_parser_reads_them(fmt: str) -> None:
                 got, found_as = parse_tool_calls(text, decls)
                 ours = [(c.name, c.arguments) for c in got]
                 total += 1
-                if ours != theirs or found_as != fmt:
+                if ours != theirs or found_as != FOUND_AS.get(fmt, fmt):
                     wrong.append((row["id"], text, theirs, ours, found_as))
     assert total > 5000
     assert not wrong, f"{len(wrong)} of {total} differ: {wrong[:5]}"
@@ -157,7 +201,7 @@ def test_without_tools_json_values_are_read() -> None:
             [("get_weather", {"city": "Paris", "days": 3})]
         )
         result = grade_tool_calls(reply, reference)
-        assert result.score == 1.0 and result.format in FORMATS, result
+        assert result.score == 1.0 and result.format in ("qwen3_coder", "glm45"), result
 
 
 def test_what_is_not_a_call() -> None:
@@ -181,5 +225,53 @@ def test_what_is_not_a_call() -> None:
 def test_hostile_xml_is_read_in_one_pass(text: str) -> None:
     """Unclosed markers by the hundred thousand, a value of half a million brackets: each is
     read by one pass of ``str.find`` (a regex engine's lazy scans would be quadratic here)."""
+    calls, _ = parse_tool_calls(text)
+    assert len(calls) <= 64
+
+
+def test_kimi_bare_counter_ids_name_the_best_fitting_tool() -> None:
+    """Kimi-K2 sometimes writes a bare counter (``3``) as the call's id: the tool is the one whose
+    parameters best fit the arguments, as SGLang infers it; with no tools, no call."""
+    detector = sglang_peer.module("kimik2_detector").KimiK2Detector
+
+    def tool(name: str, *params: str) -> dict[str, Any]:
+        props = {p: {"type": "string"} for p in params}
+        return {"type": "function", "function": {"name": name, "parameters": {"properties": props}}}
+
+    definitions = [tool("weather", "city"), tool("flights", "from", "to")]
+    text = (
+        "<|tool_calls_section_begin|><|tool_call_begin|>3<|tool_call_argument_begin|>"
+        '{"from": "CDG", "to": "JFK"}<|tool_call_end|><|tool_calls_section_end|>'
+    )
+    theirs = detector().detect_and_parse(text, sglang_peer.tools(definitions)).calls
+    got, _ = parse_tool_calls(text, declarations_from_tools(definitions))
+    assert (
+        [(c.name, c.arguments) for c in got]
+        == [(c.name, json.loads(c.parameters)) for c in theirs]
+        == [("flights", {"from": "CDG", "to": "JFK"})]
+    )
+    assert parse_tool_calls(text)[0] == []
+
+
+def test_special_token_calls_after_a_think_block() -> None:
+    reference = [{"name": "get_weather", "arguments": {"city": "Paris"}}]
+    for write in (deepseek_v3, deepseek_v31, kimi_k2, mistral):
+        reply = "<think>Paris.</think>\n" + write([("get_weather", {"city": "Paris"})])
+        assert grade_tool_calls(reply, reference).score == 1.0, write.__name__
+        wrong = "<think>x</think>" + write([("get_weather", {"city": "Lyon"})])
+        assert grade_tool_calls(wrong, reference).score == 0.0, write.__name__
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "<｜tool▁calls▁begin｜>" + "<｜tool▁call▁begin｜>" * 200_000,
+        "<|tool_calls_section_begin|>"
+        + "<|tool_call_begin|>1<|tool_call_argument_begin|>{" * 50_000,
+        "[TOOL_CALLS]f[ARGS]" + "[" * 500_000,
+        "[TOOL_CALLS]" * 200_000 + "[ARGS]{}",
+    ],
+)
+def test_hostile_special_token_text_is_read_in_one_pass(text: str) -> None:
     calls, _ = parse_tool_calls(text)
     assert len(calls) <= 64

@@ -1,0 +1,174 @@
+"""Tool calls written between a model's own special tokens, read as SGLang's parsers for those
+models read them: DeepSeek-V3 / R1 (``deepseekv3``), DeepSeek-V3.1 (``deepseekv31``), Kimi-K2
+(``kimi_k2``) and Mistral's compact form (``mistral``, Mistral Small 3.2, Magistral, Devstral).
+
+DeepSeek-V3::
+
+    <｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>get_weather
+    ```json
+    {"city": "Paris"}
+    ```<｜tool▁call▁end｜><｜tool▁calls▁end｜>
+
+DeepSeek-V3.1, inside the same section::
+
+    <｜tool▁call▁begin｜>get_weather<｜tool▁sep｜>{"city": "Paris"}<｜tool▁call▁end｜>
+
+Kimi-K2::
+
+    <|tool_calls_section_begin|><|tool_call_begin|>functions.get_weather:0
+    <|tool_call_argument_begin|>{"city": "Paris"}<|tool_call_end|><|tool_calls_section_end|>
+
+(a bare counter as the id, ``3``, names the declared tool whose parameters best fit the
+arguments, as SGLang infers it). Mistral: ``[TOOL_CALLS]get_weather[ARGS]{"city": "Paris"}``,
+one after another (its older ``[TOOL_CALLS] [{...}]`` is JSON, read as such). The arguments are
+JSON; a call whose arguments do not read is left out. Markers are found with ``str.find``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from referee.verifiers.tool_declarations import Declaration
+
+__all__ = ["special_token_calls"]
+
+Call = tuple[str, dict[str, Any]]
+
+_DS_SECTION = "<｜tool▁calls▁begin｜>"
+_DS_BEGIN, _DS_END, _DS_SEP = "<｜tool▁call▁begin｜>", "<｜tool▁call▁end｜>", "<｜tool▁sep｜>"
+_DS_JSON, _DS_FENCE_END = "\n```json\n", "\n```"
+_KIMI_SECTION = "<|tool_calls_section_begin|>"
+_KIMI_BEGIN, _KIMI_END = "<|tool_call_begin|>", "<|tool_call_end|>"
+_KIMI_ARGS = "<|tool_call_argument_begin|>"
+_KIMI_ID = re.compile(r"(?:functions\.)?([\w.\-]+):\d+")
+_MISTRAL = "[TOOL_CALLS"
+_MAX = 64
+
+
+def _object(text: str) -> dict[str, Any] | None:
+    try:
+        value = json.loads(text)
+    except (ValueError, RecursionError):
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def _chunks(text: str, begin: str, end: str) -> list[str]:
+    """The texts between each ``begin`` and the first ``end`` after it (closed ones only)."""
+    out: list[str] = []
+    at = 0
+    while len(out) < _MAX:
+        start = text.find(begin, at)
+        if start < 0:
+            break
+        stop = text.find(end, start + len(begin))
+        if stop < 0:
+            break
+        out.append(text[start + len(begin) : stop])
+        at = stop + len(end)
+    return out
+
+
+def _deepseek(text: str) -> list[Call]:
+    calls: list[Call] = []
+    for chunk in _chunks(text, _DS_BEGIN, _DS_END):
+        head, sep, tail = chunk.rpartition(_DS_SEP)
+        if not sep:
+            continue
+        fence = tail.rfind(_DS_JSON)
+        if fence >= 0 and tail.endswith(_DS_FENCE_END):  # V3: type<sep>name ```json args ```
+            name, args = tail[:fence], _object(tail[fence + len(_DS_JSON) : -len(_DS_FENCE_END)])
+        else:  # V3.1: name<sep>args
+            name, args = head, _object(tail)
+        if name and args is not None:
+            calls.append((name, args))
+    return calls
+
+
+def _kimi_name(call_id: str, args: dict[str, Any], decls: Mapping[str, Declaration]) -> str | None:
+    m = _KIMI_ID.fullmatch(call_id)
+    if m:
+        return m.group(1)
+    if not call_id.isdigit() or not decls:
+        return None
+    if len(decls) == 1:
+        return next(iter(decls))
+    best, best_score = None, -1
+    for name, decl in decls.items():
+        props = set(decl.properties or ())
+        if not props:
+            continue
+        score = len(args.keys() & props) - len(args.keys() - props)
+        if score > best_score:
+            best, best_score = name, score
+    return best
+
+
+def _kimi(text: str, decls: Mapping[str, Declaration]) -> list[Call]:
+    calls: list[Call] = []
+    for chunk in _chunks(text, _KIMI_BEGIN, _KIMI_END):
+        call_id, sep, body = chunk.partition(_KIMI_ARGS)
+        call_id, body = call_id.strip(), body.strip()
+        if not sep or not call_id or any(c.isspace() or c in "<|" for c in call_id):
+            continue
+        if not (body.startswith("{") and body.endswith("}")):
+            continue
+        args = _object(body)
+        name = _kimi_name(call_id, args, decls) if args is not None else None
+        if name and args is not None:
+            calls.append((name, args))
+    return calls
+
+
+def _mistral(text: str) -> list[Call]:
+    decoder = json.JSONDecoder()
+    calls: list[Call] = []
+    at = 0
+    while len(calls) < _MAX:
+        start = text.find(_MISTRAL, at)
+        if start < 0:
+            break
+        i = start + len(_MISTRAL)
+        i += text.startswith("]", i)
+        args_at = text.find("[ARGS", i)
+        if args_at < 0:
+            break
+        name = text[i:args_at].strip()
+        j = args_at + len("[ARGS")
+        j += text.startswith("]", j)
+        while j < len(text) and text[j].isspace():
+            j += 1
+        if not name or j >= len(text) or text[j] != "{":
+            break
+        try:
+            args, end = decoder.raw_decode(text, j)
+        except (ValueError, RecursionError):
+            break
+        if not isinstance(args, dict):
+            break
+        calls.append((name, args))
+        at = end
+    return calls
+
+
+def special_token_calls(
+    text: str, decls: Mapping[str, Declaration] | None
+) -> tuple[list[Call], str] | None:
+    """The calls of the first of these formats the text holds, with its name; None when it
+    holds none of their markers."""
+    if _DS_SECTION in text:
+        found = _deepseek(text)
+        if found:
+            return found, "deepseek"
+    if _KIMI_SECTION in text:
+        found = _kimi(text, decls or {})
+        if found:
+            return found, "kimi_k2"
+    if _MISTRAL in text and "[ARGS" in text:
+        found = _mistral(text)
+        if found:
+            return found, "mistral"
+    return None
