@@ -4,7 +4,8 @@ The wheel (``pip download --no-deps sglang==0.5.23``, CPython 3.11 on Linux) is 
 into the tests' cache (tests/pinned_download.py) and checked against its sha256. Loaded from it:
 ``sglang/srt/function_call``'s ``core_types``, ``utils``, ``base_format_detector`` and the
 detectors asked for, with what they import: ``srt/entrypoints/openai/protocol.py`` (the
-``Tool`` and ``Function`` models the parsers read) and ``srt/environ.py``, under their own
+``Tool`` and ``Function`` models the parsers read), ``srt/environ.py`` and
+``srt/parser/harmony_parser.py`` (gpt-oss's messages), under their own
 names in empty parent packages. One module is put in place instead of SGLang's: ``sglang.utils``
 (numpy, requests, IPython...), of which ``protocol.py`` uses one function that the parsers never
 reach. msgspec, orjson and partial-json-parser come from the dev extras.
@@ -24,6 +25,7 @@ WHEEL = f"sglang-{VERSION}-cp311-cp311-manylinux_2_34_x86_64.whl"
 WHEEL_SHA256 = "00b3cd5b265ac76c64185fbb6b95424f324ddd9f428d0306b77bc9db9d859937"
 _BASE = (
     "sglang.srt.environ",
+    "sglang.srt.parser.harmony_parser",
     "sglang.srt.entrypoints.openai.protocol",
     "sglang.srt.function_call.core_types",
     "sglang.srt.function_call.utils",
@@ -52,7 +54,7 @@ def _load(wheel: zipfile.ZipFile, dotted: str) -> types.ModuleType:
 def module(name: str) -> Any:
     """``sglang.srt.function_call.<name>`` (e.g. ``qwen3_coder_detector``), with what it needs."""
     wheel_path = pinned_file("sglang", VERSION, WHEEL, WHEEL_SHA256)
-    for dotted in ("sglang", "sglang.srt", "sglang.srt.entrypoints",
+    for dotted in ("sglang", "sglang.srt", "sglang.srt.entrypoints", "sglang.srt.parser",
                    "sglang.srt.entrypoints.openai", "sglang.srt.function_call"):  # fmt: skip
         _package(dotted)
     if "sglang.utils" not in sys.modules:

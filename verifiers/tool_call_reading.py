@@ -238,6 +238,7 @@ def parse_tool_calls(
         "<｜tool▁calls▁begin｜>" in text
         or "<|tool_calls_section_begin|>" in text
         or "[ARGS" in text
+        or "<|call|>" in text
     ):
         from referee.verifiers.tool_call_tokens import special_token_calls
 

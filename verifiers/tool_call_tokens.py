@@ -1,6 +1,7 @@
 """Tool calls written between a model's own special tokens, read as SGLang's parsers for those
 models read them: DeepSeek-V3 / R1 (``deepseekv3``), DeepSeek-V3.1 (``deepseekv31``), Kimi-K2
-(``kimi_k2``) and Mistral's compact form (``mistral``, Mistral Small 3.2, Magistral, Devstral).
+(``kimi_k2``), gpt-oss's harmony messages (``gpt-oss``) and Mistral's compact form (``mistral``,
+Mistral Small 3.2, Magistral, Devstral).
 
 DeepSeek-V3::
 
@@ -20,7 +21,10 @@ Kimi-K2::
 
 (a bare counter as the id, ``3``, names the declared tool whose parameters best fit the
 arguments, as SGLang infers it). Mistral: ``[TOOL_CALLS]get_weather[ARGS]{"city": "Paris"}``,
-one after another (its older ``[TOOL_CALLS] [{...}]`` is JSON, read as such). The arguments are
+one after another (its older ``[TOOL_CALLS] [{...}]`` is JSON, read as such). gpt-oss::
+
+    <|channel|>analysis<|message|>...<|end|><|start|>assistant<|channel|>commentary
+    to=functions.get_weather <|constrain|>json<|message|>{"city": "Paris"}<|call|> The arguments are
 JSON; a call whose arguments do not read is left out. Markers are found with ``str.find``.
 """
 
@@ -31,6 +35,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from referee.verifiers.tool_call_xml import MarkerFinder
 from referee.verifiers.tool_declarations import Declaration
 
 __all__ = ["special_token_calls"]
@@ -154,6 +159,47 @@ def _mistral(text: str) -> list[Call]:
     return calls
 
 
+_HARMONY_ENDS = ("<|end|>", "<|call|>", "<|return|>")
+_HARMONY_TO = re.compile(r"to=([A-Za-z_][A-Za-z0-9_.-]*)")
+
+
+def _harmony(text: str) -> list[Call]:
+    """gpt-oss's harmony messages: a commentary (or analysis) message addressed ``to=`` a
+    function and ended by ``<|call|>`` is a call of it (``functions.get_weather``: the name
+    after ``functions.``, as vLLM's harmony parser reads it; SGLang keeps only what follows the
+    last dot, so a dotted tool name such as ``math.factorial`` is no tool there), its content
+    the JSON arguments."""
+    calls: list[Call] = []
+    finders = [(MarkerFinder(text, t), t) for t in _HARMONY_ENDS]
+    at = 0
+    while len(calls) < _MAX:
+        message = text.find("<|message|>", at)
+        if message < 0:
+            break
+        body_at = message + len("<|message|>")
+        ends = [(e, t) for f, t in finders if (e := f.next(body_at)) >= 0]
+        if not ends:
+            break
+        end, token = min(ends)
+        header_from = max(text.rfind(t, at, message) for t in ("<|start|>", *_HARMONY_ENDS))
+        header = text[max(header_from, at) : message]
+        channel = header.rpartition("<|channel|>")[2].strip().lower()
+        at = end + len(token)
+        target = _HARMONY_TO.search(header)
+        if token != "<|call|>" or target is None:
+            continue
+        if not channel.startswith(("commentary", "analysis")):
+            continue
+        body = text[body_at:end].strip()
+        args = _object(body) if body else {}
+        if args is not None:
+            name = target.group(1)
+            calls.append(
+                (name[len("functions.") :] if name.startswith("functions.") else name, args)
+            )
+    return calls
+
+
 def special_token_calls(
     text: str, decls: Mapping[str, Declaration] | None
 ) -> tuple[list[Call], str] | None:
@@ -167,6 +213,10 @@ def special_token_calls(
         found = _kimi(text, decls or {})
         if found:
             return found, "kimi_k2"
+    if "<|call|>" in text and "to=" in text:
+        found = _harmony(text)
+        if found:
+            return found, "harmony"
     if _MISTRAL in text and "[ARGS" in text:
         found = _mistral(text)
         if found:

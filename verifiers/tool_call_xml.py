@@ -39,7 +39,7 @@ from typing import Any
 
 from referee.verifiers.tool_declarations import Declaration
 
-__all__ = ["glm_calls", "qwen_xml_calls", "schema_type"]
+__all__ = ["MarkerFinder", "glm_calls", "qwen_xml_calls", "schema_type"]
 
 _LITERAL_CHARS = 100_000
 """Longest value read as a Python literal (``ast.literal_eval`` of more costs too much)."""
@@ -164,7 +164,7 @@ def _qwen_value(text: str, schema: Any, declared: bool) -> Any:
         return text
 
 
-class _Finder:
+class MarkerFinder:
     """The next place of one marker at or after a position, found again only when passed (each
     marker's search then covers the text once in all)."""
 
@@ -179,7 +179,7 @@ class _Finder:
 
 def _qwen_parameters(params: str, props: Mapping[str, Any] | None) -> dict[str, Any]:
     args: dict[str, Any] = {}
-    opens, closes = _Finder(params, "<parameter="), _Finder(params, "</parameter>")
+    opens, closes = MarkerFinder(params, "<parameter="), MarkerFinder(params, "</parameter>")
     at = 0
     while True:
         start = opens.next(at)

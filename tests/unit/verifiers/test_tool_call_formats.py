@@ -1,8 +1,9 @@
-"""Tool calls in the formats of Qwen3-Coder, GLM-4.5, DeepSeek-V3 and V3.1, Kimi-K2 and Mistral
-read as SGLang's own parsers read them.
+"""Tool calls in the formats of Qwen3-Coder, GLM-4.5, DeepSeek-V3 and V3.1, Kimi-K2, Mistral and
+gpt-oss read as SGLang's own parsers read them.
 
 SGLang's ``Qwen3CoderDetector``, ``Glm4MoeDetector``, ``DeepSeekV3Detector``,
-``DeepSeekV31Detector``, ``KimiK2Detector`` and ``MistralDetector`` (sglang 0.5.23, pinned,
+``DeepSeekV31Detector``, ``KimiK2Detector``, ``MistralDetector`` and ``GptOssDetector``
+(gpt-oss's harmony messages; sglang 0.5.23, pinned,
 loaded by path: tests/sglang_peer.py) are the parsers a serving engine applies to these models'
 output. The
 calls are BFCL's ground truths (simple_python, multiple, parallel, parallel_multiple and the live
@@ -150,6 +151,18 @@ def mistral(calls: Calls) -> str:
     return "".join(f"[TOOL_CALLS]{n}[ARGS]{json.dumps(a, ensure_ascii=False)}" for n, a in calls)
 
 
+def gpt_oss(calls: Calls) -> str:
+    """As gpt-oss writes a turn that calls tools (harmony: the reasoning on the analysis channel,
+    each call a commentary message to ``functions.NAME`` ended by ``<|call|>``)."""
+    out = "<|channel|>analysis<|message|>I should call the tool.<|end|>"
+    for n, a in calls:
+        out += (
+            f"<|start|>assistant<|channel|>commentary to=functions.{n} <|constrain|>json"
+            f"<|message|>{json.dumps(a, ensure_ascii=False)}<|call|>"
+        )
+    return out
+
+
 FORMATS = {
     "qwen3_coder": (qwen3_coder, "qwen3_coder_detector", "Qwen3CoderDetector"),
     "glm45": (glm45, "glm4_moe_detector", "Glm4MoeDetector"),
@@ -157,7 +170,9 @@ FORMATS = {
     "deepseek_v31": (deepseek_v31, "deepseekv31_detector", "DeepSeekV31Detector"),
     "kimi_k2": (kimi_k2, "kimik2_detector", "KimiK2Detector"),
     "mistral": (mistral, "mistral_detector", "MistralDetector"),
+    "harmony": (gpt_oss, "gpt_oss_detector", "GptOssDetector"),
 }
+ONE_CALL = {"harmony"}  # a gpt-oss turn ends at its call's <|call|>: one call a completion
 FOUND_AS = {"deepseek_v3": "deepseek", "deepseek_v31": "deepseek"}
 
 
@@ -166,13 +181,15 @@ FOUND_AS = {"deepseek_v3": "deepseek", "deepseek_v31": "deepseek"}
 def test_calls_read_as_sglangs_parser_reads_them(fmt: str) -> None:
     write, module, detector = FORMATS[fmt]
     parser = getattr(sglang_peer.module(module), detector)
-    total, wrong = 0, []
+    total, known, wrong = 0, 0, []
     for category in CATEGORIES:
         for row, ground_truth in entries(category):
             definitions = openai_tools(row["function"])
             peer_tools = sglang_peer.tools(definitions)
             decls = declarations_from_tools(definitions)
             for calls in mutants(truth(ground_truth)):
+                if fmt in ONE_CALL and len(calls) > 1:
+                    continue
                 text = write(calls)
                 theirs = [
                     (c.name, json.loads(c.parameters))
@@ -181,10 +198,17 @@ def test_calls_read_as_sglangs_parser_reads_them(fmt: str) -> None:
                 got, found_as = parse_tool_calls(text, decls)
                 ours = [(c.name, c.arguments) for c in got]
                 total += 1
+                dotted = fmt == "harmony" and any("." in n for n, _ in calls)
+                if dotted and not theirs and ours == calls:
+                    # SGLang keeps what follows the last dot of `functions.math.factorial` and
+                    # then finds no such tool; referee reads `math.factorial`, as vLLM does
+                    known += 1
+                    continue
                 if ours != theirs or found_as != FOUND_AS.get(fmt, fmt):
                     wrong.append((row["id"], text, theirs, ours, found_as))
-    assert total > 5000
+    assert total > (3000 if fmt in ONE_CALL else 5000)
     assert not wrong, f"{len(wrong)} of {total} differ: {wrong[:5]}"
+    assert known < 0.3 * total
 
 
 def test_without_tools_json_values_are_read() -> None:
@@ -255,7 +279,7 @@ def test_kimi_bare_counter_ids_name_the_best_fitting_tool() -> None:
 
 def test_special_token_calls_after_a_think_block() -> None:
     reference = [{"name": "get_weather", "arguments": {"city": "Paris"}}]
-    for write in (deepseek_v3, deepseek_v31, kimi_k2, mistral):
+    for write in (deepseek_v3, deepseek_v31, kimi_k2, mistral, gpt_oss):
         reply = "<think>Paris.</think>\n" + write([("get_weather", {"city": "Paris"})])
         assert grade_tool_calls(reply, reference).score == 1.0, write.__name__
         wrong = "<think>x</think>" + write([("get_weather", {"city": "Lyon"})])
