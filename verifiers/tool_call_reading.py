@@ -239,6 +239,7 @@ def parse_tool_calls(
         or "<|tool_calls_section_begin|>" in text
         or "[ARGS" in text
         or "<|call|>" in text
+        or "<minimax:tool_call>" in text
     ):
         from referee.verifiers.tool_call_tokens import special_token_calls
 

@@ -35,7 +35,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from referee.verifiers.tool_call_xml import MarkerFinder
+from referee.verifiers.tool_call_xml import MarkerFinder, minimax_calls
 from referee.verifiers.tool_declarations import Declaration
 
 __all__ = ["special_token_calls"]
@@ -213,6 +213,10 @@ def special_token_calls(
         found = _kimi(text, decls or {})
         if found:
             return found, "kimi_k2"
+    if "<minimax:tool_call>" in text:
+        found = minimax_calls(text, decls)
+        if found:
+            return found, "minimax_m2"
     if "<|call|>" in text and "to=" in text:
         found = _harmony(text)
         if found:

@@ -1,5 +1,6 @@
-"""Tool calls written as XML inside ``<tool_call>`` blocks: Qwen3-Coder's (and Qwen3.5's) and
-GLM-4.5's formats, read as SGLang's ``qwen3_coder`` and ``glm45`` parsers read them.
+"""Tool calls written as XML: Qwen3-Coder's (and Qwen3.5's) and GLM-4.5's formats inside
+``<tool_call>`` blocks, and MiniMax-M2's ``<minimax:tool_call>`` blocks, read as SGLang's
+``qwen3_coder``, ``glm45`` and ``minimax-m2`` parsers read them.
 
 Qwen3-Coder::
 
@@ -18,15 +19,25 @@ GLM-4.5 / 4.6 (4.7 writes no newline after the name)::
     <arg_value>Paris</arg_value>
     </tool_call>
 
+MiniMax-M2::
+
+    <minimax:tool_call>
+    <invoke name="get_weather">
+    <parameter name="city">Paris</parameter>
+    </invoke>
+    </minimax:tool_call>
+
 The values are text; their types come from the tool's declaration (``tools``), as the serving
 engines convert them: for Qwen3-Coder a declared ``string`` keeps the text, an ``integer`` is
 ``int()``, a ``number`` a float (an int when the text has no ``.`` or ``e``), a ``boolean``
 ``true``/``false``, an ``object`` or ``array`` JSON (then a Python literal), ``null`` None; for
 GLM the text is read as JSON first (then unescaped, then as a Python literal), a declared
-``string`` kept as text. An argument the declaration does not type stays text for Qwen3-Coder
-and is read as JSON for GLM, as the engines do; with no declaration of the tool at all (no
-``tools``), a value that reads as a JSON number, boolean, null, array or object is that value
-(referee's reading: the engines keep it as text), else the text. Every scan is linear: the
+``string`` kept as text; for MiniMax-M2 the first of the declared types the text reads as
+(integer, number, boolean, object, array, in that order; string: the text). An argument the
+declaration does not type stays text for Qwen3-Coder and MiniMax-M2 and is read as JSON for GLM,
+as the engines do; with no declaration of the tool at all (no ``tools``), a value that reads
+as a JSON number, boolean, null, array or object is that value (referee's reading: the engines
+keep it as text), else the text. Every scan is linear: the
 markers are found with ``str.find`` from where the last one ended.
 """
 
@@ -39,7 +50,7 @@ from typing import Any
 
 from referee.verifiers.tool_declarations import Declaration
 
-__all__ = ["MarkerFinder", "glm_calls", "qwen_xml_calls", "schema_type"]
+__all__ = ["MarkerFinder", "glm_calls", "minimax_calls", "qwen_xml_calls", "schema_type"]
 
 _LITERAL_CHARS = 100_000
 """Longest value read as a Python literal (``ast.literal_eval`` of more costs too much)."""
@@ -296,3 +307,116 @@ def glm_calls(body: str, decls: Mapping[str, Declaration] | None) -> list[Call] 
             args[key] = _glm_value(text, props, key)
         at = body.find("<arg_key>", value_end)
     return [(name, args)]
+
+
+# --- MiniMax-M2 ----------------------------------------------------------------------------
+
+_MINIMAX_ORDER = (
+    "integer", "int", "number", "float", "boolean", "bool", "object", "array", "string", "str",
+    "text",
+)  # fmt: skip
+"""The order SGLang's MiniMax-M2 parser tries a parameter's types in."""
+
+
+def _minimax_types(schema: Any) -> set[str]:
+    """SGLang's ``MinimaxM2Detector._extract_types_from_schema``: every type the schema allows
+    (``type`` and its lists, ``enum``'s values, ``anyOf``/``oneOf``/``allOf``); none: string."""
+    if not isinstance(schema, Mapping):
+        return {"string"}
+    types: set[str] = set()
+    kind = schema.get("type")
+    if isinstance(kind, str):
+        types.add(kind)
+    elif isinstance(kind, list):
+        types.update(t for t in kind if isinstance(t, str))
+    if isinstance(schema.get("enum"), list):
+        types.update(_json_kind(v) for v in schema["enum"])
+    for key in ("anyOf", "oneOf", "allOf"):
+        if isinstance(schema.get(key), list):
+            for branch in schema[key]:
+                types.update(_minimax_types(branch))
+    return types or {"string"}
+
+
+def _minimax_value(text: str, types: set[str]) -> Any:
+    """SGLang's ``MinimaxM2Detector._convert_param_value_with_types``: the first of the
+    schema's types, in :data:`_MINIMAX_ORDER`, that the text reads as (a string type: the text),
+    else JSON, else the text."""
+    lowered = text.lower()
+    names = {t.lower() for t in types}
+    if lowered in ("null", "none", "nil") or "null" in names:
+        return None
+    for kind in _MINIMAX_ORDER:
+        if kind not in names:
+            continue
+        if kind in ("string", "str", "text"):
+            return text
+        try:
+            if kind in ("integer", "int"):
+                return int(text)
+            if kind in ("number", "float"):
+                number = float(text)
+                return int(number) if number == int(number) else number
+            if kind in ("boolean", "bool"):
+                flag = lowered.strip()
+                if flag in ("true", "1", "yes", "on"):
+                    return True
+                if flag in ("false", "0", "no", "off"):
+                    return False
+                continue
+            return json.loads(text)  # object, array
+        except (ValueError, OverflowError, RecursionError):
+            continue
+    value, ok = _json_value(text)
+    return value if ok else text
+
+
+def minimax_calls(text: str, decls: Mapping[str, Declaration] | None) -> list[Call]:
+    """The calls of MiniMax-M2's closed ``<minimax:tool_call>`` blocks (``<invoke name="F">``
+    with ``<parameter name="P">value</parameter>``), as SGLang's ``minimax-m2`` parser reads
+    them."""
+    calls: list[Call] = []
+    at = 0
+    while len(calls) < 64:
+        start = text.find("<minimax:tool_call>", at)
+        if start < 0:
+            break
+        end = text.find("</minimax:tool_call>", start)
+        if end < 0:
+            break
+        block = text[start:end]
+        at = end + len("</minimax:tool_call>")
+        for name, body in _tagged(block, '<invoke name="', "</invoke>"):
+            props = _properties(name, decls)
+            args: dict[str, Any] = {}
+            for key, value in _tagged(body, '<parameter name="', "</parameter>"):
+                value = value.lstrip("\n").rstrip("\n")
+                if props is None:
+                    args[key] = (
+                        None if value.lower() in ("null", "none", "nil") else _undeclared(value)
+                    )
+                else:
+                    args[key] = _minimax_value(value, _minimax_types(props.get(key)))
+            calls.append((name, args))
+    return calls
+
+
+def _tagged(text: str, opener: str, closer: str) -> list[tuple[str, str]]:
+    """(name, body) of each ``opener NAME">body closer`` (an unclosed last one runs to the
+    end), as ``<x name="(.*?)</x>|<x name="(.*)$`` finds them."""
+    out: list[tuple[str, str]] = []
+    closes = MarkerFinder(text, closer)
+    at = 0
+    while len(out) < 256:
+        start = text.find(opener, at)
+        if start < 0:
+            break
+        begin = start + len(opener)
+        end = closes.next(begin)
+        stop = end if end >= 0 else len(text)
+        inner = text[begin:stop]
+        at = stop + len(closer) if end >= 0 else len(text)
+        if '">' in inner:
+            name, _, body = inner.partition('">')
+            out.append((name.strip(), body))
+    return out

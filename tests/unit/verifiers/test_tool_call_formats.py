@@ -1,9 +1,9 @@
-"""Tool calls in the formats of Qwen3-Coder, GLM-4.5, DeepSeek-V3 and V3.1, Kimi-K2, Mistral and
-gpt-oss read as SGLang's own parsers read them.
+"""Tool calls in the formats of Qwen3-Coder, GLM-4.5, MiniMax-M2, DeepSeek-V3 and V3.1, Kimi-K2,
+Mistral and gpt-oss read as SGLang's own parsers read them.
 
 SGLang's ``Qwen3CoderDetector``, ``Glm4MoeDetector``, ``DeepSeekV3Detector``,
-``DeepSeekV31Detector``, ``KimiK2Detector``, ``MistralDetector`` and ``GptOssDetector``
-(gpt-oss's harmony messages; sglang 0.5.23, pinned,
+``DeepSeekV31Detector``, ``KimiK2Detector``, ``MistralDetector``, ``GptOssDetector``
+(gpt-oss's harmony messages) and ``MinimaxM2Detector`` (sglang 0.5.23, pinned,
 loaded by path: tests/sglang_peer.py) are the parsers a serving engine applies to these models'
 output. The
 calls are BFCL's ground truths (simple_python, multiple, parallel, parallel_multiple and the live
@@ -163,6 +163,17 @@ def gpt_oss(calls: Calls) -> str:
     return out
 
 
+def minimax_m2(calls: Calls) -> str:
+    """As MiniMax-M2's chat template writes calls."""
+    invokes = "".join(
+        f'<invoke name="{n}">\n'
+        + "".join(f'<parameter name="{k}">{_text(v)}</parameter>\n' for k, v in a.items())
+        + "</invoke>\n"
+        for n, a in calls
+    )
+    return f"<minimax:tool_call>\n{invokes}</minimax:tool_call>"
+
+
 FORMATS = {
     "qwen3_coder": (qwen3_coder, "qwen3_coder_detector", "Qwen3CoderDetector"),
     "glm45": (glm45, "glm4_moe_detector", "Glm4MoeDetector"),
@@ -171,6 +182,7 @@ FORMATS = {
     "kimi_k2": (kimi_k2, "kimik2_detector", "KimiK2Detector"),
     "mistral": (mistral, "mistral_detector", "MistralDetector"),
     "harmony": (gpt_oss, "gpt_oss_detector", "GptOssDetector"),
+    "minimax_m2": (minimax_m2, "minimax_m2", "MinimaxM2Detector"),
 }
 ONE_CALL = {"harmony"}  # a gpt-oss turn ends at its call's <|call|>: one call a completion
 FOUND_AS = {"deepseek_v3": "deepseek", "deepseek_v31": "deepseek"}
@@ -279,7 +291,7 @@ def test_kimi_bare_counter_ids_name_the_best_fitting_tool() -> None:
 
 def test_special_token_calls_after_a_think_block() -> None:
     reference = [{"name": "get_weather", "arguments": {"city": "Paris"}}]
-    for write in (deepseek_v3, deepseek_v31, kimi_k2, mistral, gpt_oss):
+    for write in (deepseek_v3, deepseek_v31, kimi_k2, mistral, gpt_oss, minimax_m2):
         reply = "<think>Paris.</think>\n" + write([("get_weather", {"city": "Paris"})])
         assert grade_tool_calls(reply, reference).score == 1.0, write.__name__
         wrong = "<think>x</think>" + write([("get_weather", {"city": "Lyon"})])
@@ -294,6 +306,10 @@ def test_special_token_calls_after_a_think_block() -> None:
         + "<|tool_call_begin|>1<|tool_call_argument_begin|>{" * 50_000,
         "[TOOL_CALLS]f[ARGS]" + "[" * 500_000,
         "[TOOL_CALLS]" * 200_000 + "[ARGS]{}",
+        "<minimax:tool_call>" + '<invoke name="f">' * 100_000 + "</minimax:tool_call>",
+        '<minimax:tool_call><invoke name="f">'
+        + '<parameter name="a">' * 100_000
+        + "</minimax:tool_call>",
     ],
 )
 def test_hostile_special_token_text_is_read_in_one_pass(text: str) -> None:
