@@ -35,7 +35,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from referee.verifiers.tool_call_xml import MarkerFinder, minimax_calls
+from referee.verifiers.tool_call_xml import MarkerFinder, closed_blocks, minimax_calls
 from referee.verifiers.tool_declarations import Declaration
 
 __all__ = ["special_token_calls"]
@@ -61,25 +61,9 @@ def _object(text: str) -> dict[str, Any] | None:
     return value if isinstance(value, dict) else None
 
 
-def _chunks(text: str, begin: str, end: str) -> list[str]:
-    """The texts between each ``begin`` and the first ``end`` after it (closed ones only)."""
-    out: list[str] = []
-    at = 0
-    while len(out) < _MAX:
-        start = text.find(begin, at)
-        if start < 0:
-            break
-        stop = text.find(end, start + len(begin))
-        if stop < 0:
-            break
-        out.append(text[start + len(begin) : stop])
-        at = stop + len(end)
-    return out
-
-
 def _deepseek(text: str) -> list[Call]:
     calls: list[Call] = []
-    for chunk in _chunks(text, _DS_BEGIN, _DS_END):
+    for chunk in closed_blocks(text, _DS_BEGIN, _DS_END):
         head, sep, tail = chunk.rpartition(_DS_SEP)
         if not sep:
             continue
@@ -114,7 +98,7 @@ def _kimi_name(call_id: str, args: dict[str, Any], decls: Mapping[str, Declarati
 
 def _kimi(text: str, decls: Mapping[str, Declaration]) -> list[Call]:
     calls: list[Call] = []
-    for chunk in _chunks(text, _KIMI_BEGIN, _KIMI_END):
+    for chunk in closed_blocks(text, _KIMI_BEGIN, _KIMI_END):
         call_id, sep, body = chunk.partition(_KIMI_ARGS)
         call_id, body = call_id.strip(), body.strip()
         if not sep or not call_id or any(c.isspace() or c in "<|" for c in call_id):

@@ -50,7 +50,14 @@ from typing import Any
 
 from referee.verifiers.tool_declarations import Declaration
 
-__all__ = ["MarkerFinder", "glm_calls", "minimax_calls", "qwen_xml_calls", "schema_type"]
+__all__ = [
+    "MarkerFinder",
+    "closed_blocks",
+    "glm_calls",
+    "minimax_calls",
+    "qwen_xml_calls",
+    "schema_type",
+]
 
 _LITERAL_CHARS = 100_000
 """Longest value read as a Python literal (``ast.literal_eval`` of more costs too much)."""
@@ -220,21 +227,11 @@ Call = tuple[str, dict[str, Any]]
 def qwen_xml_calls(body: str, decls: Mapping[str, Declaration] | None) -> list[Call] | None:
     """The calls of one ``<tool_call>`` block in Qwen3-Coder's format, or None when the block
     holds no ``<function=NAME>``."""
-    calls: list[Call] = []
-    at = 0
-    while len(calls) < 64:
-        start = body.find("<function=", at)
-        if start < 0:
-            break
-        end = body.find("</function>", start)
-        stop = end if end >= 0 else len(body)  # an unclosed function runs to the end
-        inner = body[start + len("<function=") : stop]
-        at = stop + len("</function>") if end >= 0 else len(body)
-        if ">" not in inner:
-            continue
-        name, _, params = inner.partition(">")
-        if name:
-            calls.append((name, _qwen_parameters(params, _properties(name, decls))))
+    calls = [
+        (name, _qwen_parameters(params, _properties(name, decls)))
+        for name, params in _tagged(body, "<function=", "</function>", ">")[:64]
+        if name
+    ]
     return calls or None
 
 
@@ -376,34 +373,27 @@ def minimax_calls(text: str, decls: Mapping[str, Declaration] | None) -> list[Ca
     with ``<parameter name="P">value</parameter>``), as SGLang's ``minimax-m2`` parser reads
     them."""
     calls: list[Call] = []
-    at = 0
-    while len(calls) < 64:
-        start = text.find("<minimax:tool_call>", at)
-        if start < 0:
-            break
-        end = text.find("</minimax:tool_call>", start)
-        if end < 0:
-            break
-        block = text[start:end]
-        at = end + len("</minimax:tool_call>")
-        for name, body in _tagged(block, '<invoke name="', "</invoke>"):
-            props = _properties(name, decls)
+    for block in closed_blocks(text, "<minimax:tool_call>", "</minimax:tool_call>"):
+        for name, body in _tagged(block, '<invoke name="', "</invoke>", '">')[:64]:
+            props = _properties(name.strip(), decls)
             args: dict[str, Any] = {}
-            for key, value in _tagged(body, '<parameter name="', "</parameter>"):
+            for key, value in _tagged(body, '<parameter name="', "</parameter>", '">'):
                 value = value.lstrip("\n").rstrip("\n")
                 if props is None:
-                    args[key] = (
-                        None if value.lower() in ("null", "none", "nil") else _undeclared(value)
-                    )
+                    undeclared = value.lower() in ("null", "none", "nil")
+                    args[key.strip()] = None if undeclared else _undeclared(value)
                 else:
-                    args[key] = _minimax_value(value, _minimax_types(props.get(key)))
-            calls.append((name, args))
-    return calls
+                    args[key.strip()] = _minimax_value(
+                        value, _minimax_types(props.get(key.strip()))
+                    )
+            calls.append((name.strip(), args))
+    return calls[:64]
 
 
-def _tagged(text: str, opener: str, closer: str) -> list[tuple[str, str]]:
-    """(name, body) of each ``opener NAME">body closer`` (an unclosed last one runs to the
-    end), as ``<x name="(.*?)</x>|<x name="(.*)$`` finds them."""
+def _tagged(text: str, opener: str, closer: str, name_end: str) -> list[tuple[str, str]]:
+    """(name, body) of each ``opener NAME name_end body closer``, an unclosed last one running
+    to the end, as ``<x name="(.*?)</x>|<x name="(.*)$`` finds them (one without ``name_end``
+    is left out)."""
     out: list[tuple[str, str]] = []
     closes = MarkerFinder(text, closer)
     at = 0
@@ -416,7 +406,24 @@ def _tagged(text: str, opener: str, closer: str) -> list[tuple[str, str]]:
         stop = end if end >= 0 else len(text)
         inner = text[begin:stop]
         at = stop + len(closer) if end >= 0 else len(text)
-        if '">' in inner:
-            name, _, body = inner.partition('">')
-            out.append((name.strip(), body))
+        if name_end in inner:
+            name, _, body = inner.partition(name_end)
+            out.append((name, body))
+    return out
+
+
+def closed_blocks(text: str, begin: str, end: str) -> list[str]:
+    """The texts between each ``begin`` and the first ``end`` after it (closed ones only, at
+    most 64)."""
+    out: list[str] = []
+    at = 0
+    while len(out) < 64:
+        start = text.find(begin, at)
+        if start < 0:
+            break
+        stop = text.find(end, start + len(begin))
+        if stop < 0:
+            break
+        out.append(text[start + len(begin) : stop])
+        at = stop + len(end)
     return out
