@@ -58,6 +58,15 @@ def test_completion_text() -> None:
     assert completion_text([{"role": "assistant", "content": "x = 1"}]) == "x = 1"
     parts = [{"role": "assistant", "content": [{"type": "text", "text": "a"}, {"type": "image"}]}]
     assert completion_text(parts) == "a"
+    # calls TRL parsed out of the content come back as the Hermes blocks a model writes
+    call = {"type": "function", "function": {"name": "f", "arguments": {"x": 1}}}
+    as_text = {"type": "function", "function": {"name": "f", "arguments": '{"x": 1}'}}
+    block = '<tool_call>\n{"name": "f", "arguments": {"x": 1}}\n</tool_call>'
+    assert completion_text([{"role": "assistant", "content": "ok", "tool_calls": [call]}]) == (
+        "ok\n" + block
+    )
+    assert completion_text([{"role": "assistant", "content": "", "tool_calls": [as_text]}]) == block
+    assert completion_text([{"role": "assistant", "content": "a", "tool_calls": ["junk"]}]) == "a"
 
 
 @pytest.mark.parametrize("asynchronous", [False, True])
@@ -322,6 +331,51 @@ def test_qwen3_coder_xml_calls_through_trl(server: Server) -> None:
     tool = reward_function(server.url, {"type": "tool_call"})
     with trl_call(tool) as call:
         out = call([row], [xml("42", "3"), xml("42", "4"), xml("41", "3")], 3)
+    assert out[:, 0].tolist() == [1.0, 0.0, 0.0]
+
+
+def test_tool_calls_trl_parsed_out_of_the_completion(server: Server) -> None:
+    """With a tokenizer that has a response schema, TRL decodes a conversational completion with
+    its own ``parse_response``: the calls leave the content for the message's ``tool_calls``
+    (typed by the tools' schemas). Those completions, made by TRL's parser from generated
+    text, are graded on their calls: before, the grader saw only the content and found none."""
+    from trl.chat_template_utils import add_response_schema, parse_response
+
+    from referee.trainer_adapter.tiny_policy import tool_tokenizer
+
+    tokenizer = add_response_schema(tool_tokenizer())
+    tools = [
+        {
+            "type": "function",
+            "function": {
+                "name": "add",
+                "parameters": {
+                    "type": "object",
+                    "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}},
+                },
+            },
+        }
+    ]
+    generated = [
+        'Adding.\n<tool_call>\n{"name": "add", "arguments": {"a": 1, "b": 2}}\n</tool_call>',
+        '<tool_call>\n{"name": "add", "arguments": {"a": 1, "b": 3}}\n</tool_call>',
+        "It is 3.",
+    ]
+    prompt = [{"role": "user", "content": "1 + 2?"}]
+    rendered = tokenizer.apply_chat_template(
+        prompt, tools=tools, add_generation_prompt=True, tokenize=False
+    )
+    prompt_ids = tokenizer(rendered, add_special_tokens=False)["input_ids"]  # TRL's prefix
+    completions = []
+    for text in generated:
+        ids = tokenizer(text + "<|im_end|>", add_special_tokens=False)["input_ids"]
+        completions.append([parse_response(tokenizer, ids, prefix=prompt_ids, tools=tools)])
+    assert completions[0][0]["tool_calls"] and "tool_call" not in completions[0][0]["content"]
+    reference = [{"name": "add", "arguments": {"a": 1, "b": 2}}]
+    row = {"prompt": prompt, "answer": json.dumps(reference)}
+    tool = reward_function(server.url, {"type": "tool_call"})
+    with trl_call(tool) as call:
+        out = call([row], completions, 3)
     assert out[:, 0].tolist() == [1.0, 0.0, 0.0]
 
 

@@ -315,3 +315,33 @@ def test_special_token_calls_after_a_think_block() -> None:
 def test_hostile_special_token_text_is_read_in_one_pass(text: str) -> None:
     calls, _ = parse_tool_calls(text)
     assert len(calls) <= 64
+
+
+PIECES = (
+    "<tool_call>", "</tool_call>", "<function=", "</function>", "<parameter=", "</parameter>",
+    "<arg_key>", "</arg_key>", "<arg_value>", "</arg_value>", "<minimax:tool_call>",
+    "</minimax:tool_call>", '<invoke name="', '<parameter name="', '">', "</invoke>",
+    DS_SECTION, DS_BEGIN, DS_SEP, DS_END, "\n```json\n", "\n```", "<|tool_calls_section_begin|>",
+    "<|tool_call_begin|>", "<|tool_call_argument_begin|>", "<|tool_call_end|>", "functions.f:0",
+    "[TOOL_CALLS]", "[ARGS]", "<|channel|>commentary to=functions.f <|constrain|>json",
+    "<|message|>", "<|call|>", "<|end|>", "<|start|>assistant", "f", "x", ">", "\n", " ", "{",
+    "}", "[", "]", '"', "'", ":", ",", "1", "null", "true", '{"a": 1}', "</think>", "(", ")", "=",
+)  # fmt: skip
+
+
+def test_random_marker_soup_never_raises() -> None:
+    """20,000 texts of random pieces of every format's markers and JSON: each is read (or not)
+    without an exception, with tools declared and without, never more than 64 calls."""
+    import random
+
+    rng = random.Random(7)
+    decls = declarations_from_tools(
+        [{"type": "function", "function": {"name": "f", "parameters": {"properties": {
+            "a": {"type": "integer"}, "x": {"type": "array"}, "b": {"type": "boolean"}}}}}]
+    )  # fmt: skip
+    for _ in range(20_000):
+        text = "".join(rng.choice(PIECES) for _ in range(rng.randint(1, 40)))
+        for declared in (None, decls):
+            calls, _fmt = parse_tool_calls(text, declared)
+            assert len(calls) <= 64
+            assert all(isinstance(c.arguments, dict) for c in calls)
