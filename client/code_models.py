@@ -48,7 +48,7 @@ class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
-CompareModeName = Literal["exact", "trailing_whitespace", "tokens", "float"]
+CompareModeName = Literal["exact", "trailing_whitespace", "tokens", "float", "apps"]
 RunStatusName = Literal[
     "ok",
     "runtime_error",

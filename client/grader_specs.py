@@ -401,6 +401,10 @@ def tools_from_value(value: Any) -> list[dict[str, Any]] | None:
     return [dict(t) for t in value]
 
 
+_APPS_SOURCES = frozenset({"codecontests", "apps", "codeforces", "taco"})
+"""veRL's data sources whose default reward is ``prime_code`` (APPS's ``testing_util``)."""
+
+
 def fill_item(grader: Mapping[str, Any], row: Mapping[str, Any]) -> dict[str, Any]:
     """``grader`` with the dataset row as the ``item`` of each ``python``, ``score_model`` or
     ``label_model`` grader that has none (OpenAI's graders read the row as ``item``: the python
@@ -411,7 +415,9 @@ def fill_item(grader: Mapping[str, Any], row: Mapping[str, Any]) -> dict[str, An
     BIRD's ``SQL``: ``compare: set``, as BIRD's does; a veRL row whose ``data_source`` names
     Spider or BIRD likewise), and each ``tool_call`` grader with no ``tools`` the row's tool
     definitions (a ``tools`` column, or BFCL's ``function``: :func:`tools_from_value`) and with
-    no reference xLAM's ``answers`` column, in ``weighted``, ``length_penalty`` and ``multi``
+    no reference xLAM's ``answers`` column, and each ``code`` grader of a veRL row whose
+    ``data_source`` is one of ``prime_code``'s (codecontests, apps, codeforces, taco) with no
+    ``comparison`` the ``apps`` comparison, in ``weighted``, ``length_penalty`` and ``multi``
     too."""
     out = dict(grader)
     kind = out.get("type")
@@ -428,6 +434,9 @@ def fill_item(grader: Mapping[str, Any], row: Mapping[str, Any]) -> dict[str, An
         source = str(row.get("data_source") or "").lower()
         if "compare" not in out and ("spider" in source or "bird" in source):
             out["compare"] = "spider" if "spider" in source else "set"  # veRL's rows
+    elif kind == "code" and "comparison" not in out:
+        if str(row.get("data_source") or "") in _APPS_SOURCES:  # veRL's: prime_code's compare
+            out["comparison"] = "apps"
     elif kind == "tool_call":
         if out.get("reference") is None and (calls := tool_calls_from_value(row.get("answers"))):
             out["reference"] = calls  # xLAM's rows: the calls in `answers`, JSON text
@@ -469,6 +478,9 @@ def fill_grader(
         found = tests_from_value(given)
         if found is not None:
             out["tests"] = found
+            packed = _json_value(given)
+            if isinstance(packed, dict) and "inputs" in packed and "comparison" not in out:
+                out["comparison"] = "apps"  # APPS/TACO's rows: as their testing_util compares
             if out.get("prefix") is None and (prefix := code_prefix(given)) is not None:
                 out["prefix"] = prefix
     elif kind == "named":  # the server fills its registered grader from these

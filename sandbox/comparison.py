@@ -2,8 +2,11 @@
 
 Modes: ``exact`` (byte-for-byte after decoding), ``trailing_whitespace`` (the default: line
 endings normalised, trailing spaces of each line and trailing blank lines ignored), ``tokens``
-(any whitespace between tokens) and ``float`` (tokens, numbers equal within ``abs_tol`` or
-``rel_tol``). ``values_match`` compares returned values of function-call tests (JSON-shaped:
+(any whitespace between tokens), ``float`` (tokens, numbers equal within ``abs_tol`` or
+``rel_tol``) and ``apps`` (as APPS's ``testing_util`` compares a stdin test, the evaluator of
+APPS, TACO and CodeContests rows that veRL's ``prime_code`` runs: the whole output or each line
+stripped, blank lines dropped, and a line-per-number output numerically, ``np.allclose``'s
+tolerances). ``values_match`` compares returned values of function-call tests (JSON-shaped:
 tuples equal lists, floats within tolerance).
 """
 
@@ -21,6 +24,7 @@ class CompareMode(StrEnum):
     TRAILING_WHITESPACE = "trailing_whitespace"
     TOKENS = "tokens"
     FLOAT = "float"
+    APPS = "apps"
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,6 +67,44 @@ def _tokens_match_float(actual: str, expected: str, cmp: Comparison) -> bool:
     return True
 
 
+def _apps_close(got: list[str], want: list[str]) -> bool:
+    """testing_util's numeric check: as many lines, not all digit strings, each line one float,
+    ``np.allclose`` (``|a - b| <= 1e-8 + 1e-5 * |b|``, infinities equal, NaN never)."""
+    if len(got) != len(want) or all(
+        a.isdigit() and b.isdigit() for a, b in zip(got, want, strict=True)
+    ):
+        return False
+    try:
+        pairs = [(float(a), float(b)) for a, b in zip(got, want, strict=True)]
+    except ValueError:
+        return False
+    for a, b in pairs:
+        if math.isinf(a) or math.isinf(b):
+            if a != b:
+                return False
+        elif math.isnan(a) or math.isnan(b) or abs(a - b) > 1e-8 + 1e-5 * abs(b):
+            return False
+    return True
+
+
+def _apps_match(actual: str, expected: str) -> bool:
+    """A stdin test's verdict as APPS's ``testing_util.run_test`` gives it (the copy veRL 0.9.1
+    ships in ``prime_code``), in its order of tries."""
+    lines = actual.splitlines()
+    want = expected.strip()
+    if "\n".join(lines).strip() == want:
+        return True
+    if "\n".join(line.strip() for line in lines).strip() == want:
+        return True
+    if lines == [expected]:
+        return True
+    wanted = [line.strip() for line in expected.split("\n") if line]
+    if lines == wanted:
+        return True
+    kept = [line for line in lines if line]
+    return kept == wanted or _apps_close(kept, wanted)
+
+
 def outputs_match(actual: str, expected: str, comparison: Comparison | None = None) -> bool:
     """Whether ``actual`` stdout matches ``expected`` under ``comparison``."""
     cmp = comparison or Comparison()
@@ -72,6 +114,8 @@ def outputs_match(actual: str, expected: str, comparison: Comparison | None = No
         return _normalise_lines(actual) == _normalise_lines(expected)
     if cmp.mode is CompareMode.TOKENS:
         return actual.split() == expected.split()
+    if cmp.mode is CompareMode.APPS:
+        return _apps_match(actual, expected)
     return _tokens_match_float(actual, expected, cmp)
 
 

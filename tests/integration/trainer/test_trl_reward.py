@@ -480,6 +480,16 @@ def test_code_dataset_columns_through_trl(server: Server) -> None:
         out_apps = call([apps], [answers[1], "print(1)"], 2)
     assert out_mbpp[:, 0].tolist() == [1.0, 0.0]
     assert out_apps[:, 0].tolist() == [1.0, 0.0]
+    # APPS's rows compare as APPS's testing_util does (veRL's prime_code): lines stripped,
+    # blank lines dropped, numbers a line by np.allclose's tolerances
+    halves = {
+        "prompt": "Print n/3.",
+        "input_output": '{"inputs": ["1\\n"], "outputs": ["0.333333\\n"]}',
+    }
+    printed = ["print(' 0.3333333 ')", "print()\nprint(1 / 3)", "print('0.34')"]
+    with trl_call(code) as call:
+        out_halves = call([halves], [f"```python\n{p}\n```" for p in printed], 3)
+    assert out_halves[:, 0].tolist() == [1.0, 1.0, 0.0]
 
 
 def test_tulu_rlvr_ifeval_rows_through_trl(server: Server) -> None:
