@@ -401,6 +401,14 @@ def tools_from_value(value: Any) -> list[dict[str, Any]] | None:
     return [dict(t) for t in value]
 
 
+def _packed_io(given: Any, found: list[dict[str, Any]]) -> bool:
+    """Whether tests read from ``given`` came from APPS/TACO's ``{"inputs", "outputs"}`` (an
+    object whose tests are no assert tests: HumanEval's and MBPP's objects give those), told
+    without parsing ``given`` again (a TACO row's tests run to megabytes)."""
+    whole = isinstance(given, Mapping) or (isinstance(given, str) and given.lstrip()[:1] == "{")
+    return whole and not any("test_code" in t for t in found)
+
+
 _APPS_SOURCES = frozenset({"codecontests", "apps", "codeforces", "taco"})
 """veRL's data sources whose default reward is ``prime_code`` (APPS's ``testing_util``)."""
 
@@ -478,8 +486,7 @@ def fill_grader(
         found = tests_from_value(given)
         if found is not None:
             out["tests"] = found
-            packed = _json_value(given)
-            if isinstance(packed, dict) and "inputs" in packed and "comparison" not in out:
+            if "comparison" not in out and _packed_io(given, found):
                 out["comparison"] = "apps"  # APPS/TACO's rows: as their testing_util compares
             if out.get("prefix") is None and (prefix := code_prefix(given)) is not None:
                 out["prefix"] = prefix

@@ -138,22 +138,7 @@ def test_ordered_requires_the_reference_order() -> None:
 
 def test_defaults_from_tool_definitions() -> None:
     short = hermes({"name": "get_weather", "arguments": {"city": "Paris"}})
-    openai_tools = [
-        {
-            "type": "function",
-            "function": {
-                "name": "get_weather",
-                "parameters": {
-                    "type": "object",
-                    "properties": {
-                        "city": {"type": "string"},
-                        "unit": {"type": "string", "default": "celsius"},
-                    },
-                    "required": ["city"],
-                },
-            },
-        }
-    ]
+    openai_tools = [_weather_tool({"unit": {"type": "string", "default": "celsius"}}, ["city"])]
     # xLAM's tool shape: parameters map straight to {type, description, default}
     xlam_tools = [
         {
@@ -173,24 +158,23 @@ def test_defaults_from_tool_definitions() -> None:
     assert grade_tool_calls(other, [WEATHER], tools=openai_tools).score == 0.0
 
 
+def _weather_tool(extra: dict[str, Any], required: list[str]) -> dict[str, Any]:
+    """get_weather as an OpenAI tool definition: ``city`` and the ``extra`` parameters."""
+    properties = {"city": {"type": "string"}, **extra}
+    parameters = {"type": "object", "properties": properties, "required": required}
+    return {"type": "function", "function": {"name": "get_weather", "parameters": parameters}}
+
+
 OPENAI_TOOLS = [
-    {
-        "type": "function",
-        "function": {
-            "name": "get_weather",
-            "parameters": {
-                "type": "object",
-                "properties": {
-                    "city": {"type": "string"},
-                    "unit": {"type": "string", "enum": ["celsius", "fahrenheit"]},
-                    "days": {"type": "integer"},
-                    "hours": {"type": "array", "items": {"type": "integer"}},
-                    "weights": {"type": "array", "items": {"type": "number"}},
-                },
-                "required": ["city", "unit"],
-            },
+    _weather_tool(
+        {
+            "unit": {"type": "string", "enum": ["celsius", "fahrenheit"]},
+            "days": {"type": "integer"},
+            "hours": {"type": "array", "items": {"type": "integer"}},
+            "weights": {"type": "array", "items": {"type": "number"}},
         },
-    }
+        ["city", "unit"],
+    )
 ]
 
 
