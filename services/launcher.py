@@ -218,8 +218,15 @@ def start_referee(env: Mapping[str, str] | None = None, **options: Unpack[Launch
     """referee's API (``create_app``, configured by ``REFEREE_*`` in ``env``), ready once
     ``/readyz`` answers 200 (``options``: as :func:`launch` takes them; ``name`` is
     ``referee`` unless given)."""
+    from referee.services.settings import Settings
+
     options.setdefault("name", "referee")
-    return start_uvicorn("referee.services.app:create_app", env=env, **options)
+    # the request line and headers may be as long as `referee serve` lets them be
+    headers = (env or {}).get("REFEREE_MAX_HEADER_BYTES")
+    if headers is None:
+        headers = str(Settings.model_fields["max_header_bytes"].default)
+    limit = ["--h11-max-incomplete-event-size", headers]
+    return start_uvicorn("referee.services.app:create_app", env=env, extra_args=limit, **options)
 
 
 # A local model's weights behind the OpenAI-compatible server (argv: model path, port).

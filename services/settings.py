@@ -48,6 +48,14 @@ class Settings(BaseSettings):
         description="Largest request body in bytes, counted as it arrives, chunked uploads "
         "too (413 above).",
     )
+    max_header_bytes: int = Field(
+        1024 * 1024,
+        ge=16 * 1024,
+        description="Largest request line and headers together, in bytes (a grader in the "
+        "compatibility routes' `?grader=` is in the URL): the HTTP server's own limit "
+        "(uvicorn's h11 `max_incomplete_event_size`, 16 KiB unless set), so above it the "
+        "answer is the server's 400 in text/plain, not a problem document.",
+    )
     max_json_depth: int = Field(
         64,
         ge=8,

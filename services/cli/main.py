@@ -38,6 +38,8 @@ def _serve(args: argparse.Namespace) -> int:
     if args.math_workers:
         os.environ["REFEREE_MATH_WORKERS"] = str(args.math_workers)
     os.environ["REFEREE_HOST"], os.environ["REFEREE_PORT"] = args.host, str(args.port)
+    from referee.services.settings import Settings
+
     uvicorn.run(
         "referee.services.app:create_app",
         factory=True,
@@ -45,6 +47,7 @@ def _serve(args: argparse.Namespace) -> int:
         port=args.port,
         workers=args.workers,
         log_level=args.log_level,
+        h11_max_incomplete_event_size=Settings().max_header_bytes,
     )
     return 0
 

@@ -130,6 +130,34 @@ def test_each_bad_input_is_a_4xx_problem_that_says_what_is_wrong(
     assert "Traceback" not in plain.log.read_text(errors="replace"), plain.log_tail()
 
 
+def test_a_long_url_sent_in_small_writes_is_read_whole(plain: Any) -> None:
+    """A 400-deep ``?grader=`` makes a request line of some 35 KB: over h11's own 16 KiB, which
+    the server would answer by itself in text/plain when the line arrives in pieces, as it does
+    on a real network. Written here in 2 KB writes, it reaches referee and gets its problem."""
+    query = httpx.QueryParams({"grader": _nested_grader(400)})
+    body = b'{"query":["1"],"labels":["1"]}'
+    head = (
+        f"POST /openrlhf/reward?{query} HTTP/1.1\r\nHost: x\r\n"
+        f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n"
+    ).encode()
+    assert len(head) > 32 * 1024
+    with socket.create_connection(("127.0.0.1", int(plain.url.rsplit(":", 1)[1]))) as sock:
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        for start in range(0, len(head), 2048):
+            sock.sendall(head[start : start + 2048])
+            time.sleep(0.002)
+        sock.sendall(body)
+        sock.settimeout(60)
+        answer = b""
+        while b"\r\n\r\n" not in answer:
+            piece = sock.recv(65536)
+            assert piece, answer
+            answer += piece
+    status_line, _, rest = answer.partition(b"\r\n")
+    assert status_line.split()[1] == b"422", answer[:500]
+    assert b"content-type: application/problem+json" in rest.lower(), answer[:500]
+
+
 def _ready(server: Any) -> dict[str, Any]:
     r = httpx.get(server.url + "/readyz", timeout=30)
     assert r.status_code == 200, r.text
