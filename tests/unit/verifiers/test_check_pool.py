@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import os
 import threading
 import time
@@ -124,6 +125,21 @@ def test_a_hang_does_not_starve_other_callers_and_threads_are_safe() -> None:
         assert sorted(results) == list(range(20))
         assert not hang.done() or isinstance(hang.result(), TimedOut)
         assert isinstance(hang.result(), TimedOut)
+
+
+def worker_heap() -> tuple[int, int]:
+    """What the collector leaves out (frozen) and what it still walks in a worker."""
+    return gc.get_freeze_count(), len(gc.get_objects())
+
+
+def test_a_worker_keeps_what_it_was_forked_with_out_of_the_collectors_walk() -> None:
+    """The preloaded verifiers are frozen at the worker's start: a full collection walks what
+    the checks made, not the tens of thousands sympy and the rest made (BLEU's many small objects
+    made it nearly twice as slow)."""
+    with CheckPool(workers=1, timeout_s=60) as pool:
+        [frozen_walked] = [f.result() for f in pool.map(worker_heap, [()])]
+    frozen, walked = frozen_walked
+    assert frozen > 50_000 and walked < frozen / 4, frozen_walked
 
 
 def test_closed_pool_refuses_work() -> None:
