@@ -69,7 +69,7 @@ class CheckPool:
         workers: int | None = None,
         timeout_s: float = 5.0,
         memory_mb: int = 2048,
-        chunk: int = 32,
+        chunk: int = 256,
         start_method: str = "forkserver",
         extra_workers: int | None = None,
         starve_s: float = 0.1,
