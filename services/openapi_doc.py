@@ -21,6 +21,7 @@ from fastapi import APIRouter, FastAPI
 from fastapi.openapi.utils import get_openapi
 
 from referee.client.models import Problem
+from referee.services.json_body import FastJSONRoute
 
 __all__ = ["API_KEY_PROBLEM", "api_key_router", "install_openapi", "problem_responses"]
 
@@ -45,7 +46,7 @@ def api_key_router(prefix: str, tag: str, problems: dict[int, str]) -> APIRouter
     """A router of routes behind the API key: its ``responses=`` table is 401
     (:data:`API_KEY_PROBLEM`) and then ``problems``."""
     responses = problem_responses({401: API_KEY_PROBLEM, **problems})
-    return APIRouter(prefix=prefix, tags=[tag], responses=responses)
+    return APIRouter(prefix=prefix, tags=[tag], responses=responses, route_class=FastJSONRoute)
 
 
 def _problem_content(response: dict[str, Any]) -> None:

@@ -12,11 +12,12 @@ from fastapi import APIRouter, Request
 
 from referee.client.compat_models import OpenRLHFRewardRequest, OpenRLHFRewardResponse
 from referee.client.errors import InvalidRequest
+from referee.services.json_body import FastJSONRoute
 from referee.services.routes.remote_reward import GRADER_QUERY, response_of, score_samples
 
 __all__ = ["router"]
 
-router = APIRouter(tags=["compat"])
+router = APIRouter(tags=["compat"], route_class=FastJSONRoute)
 
 
 async def _openrlhf(

@@ -26,13 +26,14 @@ from referee.sandbox import RunStatus
 from referee.services.execution.program import Program
 from referee.services.execution.slots import SandboxExecutor
 from referee.services.execution.wire import to_run_code_result
+from referee.services.json_body import FastJSONRoute
 from referee.services.openapi_doc import problem_responses
 from referee.services.routes.sandbox import hang_up
 
 __all__ = ["ping_router", "router"]
 
-router = APIRouter(tags=["compat"])
-ping_router = APIRouter(tags=["compat"])
+router = APIRouter(tags=["compat"], route_class=FastJSONRoute)
+ping_router = APIRouter(tags=["compat"], route_class=FastJSONRoute)
 
 # SandboxFusion's language names that differ from referee's (the rest are aliases it knows).
 _LANGUAGES = {"nodejs": "javascript"}

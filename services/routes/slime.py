@@ -12,11 +12,12 @@ from typing import Any
 from fastapi import APIRouter, Query, Request
 
 from referee.client.compat_models import SlimeRewardRequest
+from referee.services.json_body import FastJSONRoute
 from referee.services.routes.remote_reward import GRADER_QUERY, score_samples, strip_end_tokens
 
 __all__ = ["router"]
 
-router = APIRouter(tags=["compat"])
+router = APIRouter(tags=["compat"], route_class=FastJSONRoute)
 
 
 async def _slime(
