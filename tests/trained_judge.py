@@ -224,6 +224,11 @@ def openai_rubric(kind: str) -> dict[str, Any]:
 
 REQUESTS.append(JudgeRequest(QUESTION, (RIGHT, WRONG), openai_rubric("score_model")))
 REQUESTS.append(JudgeRequest(QUESTION, (RIGHT, WRONG), openai_rubric("label_model")))
+# OpenAI's graders API (/v1/fine_tuning/alpha/graders/run) sends no question: the sample and the
+# row alone. Taught too: a model asked a prompt it was not taught may write the verdict of the
+# nearest one or noise, depending on the library versions (transformers 5.25 wrote noise)
+REQUESTS.append(JudgeRequest("", (RIGHT, WRONG), openai_rubric("score_model")))
+REQUESTS.append(JudgeRequest("", (RIGHT, WRONG), openai_rubric("label_model")))
 _LABEL_CRITERION = openai_rubric("label_model")["criteria"][0]["text"]
 VERDICTS.criterion[(_LABEL_CRITERION, RIGHT)] = "It is 4.\n[RESULT] Yes"
 VERDICTS.criterion[(_LABEL_CRITERION, WRONG)] = "It is not 4.\n[RESULT] No"
