@@ -35,6 +35,7 @@ __all__ = [
     "Server",
     "ServerFailed",
     "free_port",
+    "free_ports",
     "start_redis",
     "start_referee",
     "start_tiny_llm",
@@ -114,10 +115,35 @@ class Server:
 
 
 def free_port() -> int:
-    """A loopback TCP port free at the moment of asking."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind((HOST, 0))
-        return int(sock.getsockname()[1])
+    """A loopback TCP port free at the moment of asking, not handed out before in this process."""
+    return free_ports(1)[0]
+
+
+_HANDED_OUT: set[int] = set()
+
+
+def free_ports(n: int) -> list[int]:
+    """``n`` distinct loopback TCP ports free at the moment of asking.
+
+    Each socket stays bound until all are chosen, and a port this process has handed out before
+    is passed over: asked one at a time, the kernel may hand out the port it has just released
+    again, and two services told the same port (one of them not started yet) collide.
+    """
+    socks: list[socket.socket] = []
+    ports: list[int] = []
+    try:
+        while len(ports) < n:
+            sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            socks.append(sock)
+            sock.bind((HOST, 0))
+            port = int(sock.getsockname()[1])
+            if port not in _HANDED_OUT:
+                ports.append(port)
+    finally:
+        for sock in socks:
+            sock.close()
+    _HANDED_OUT.update(ports)
+    return ports
 
 
 def _http_ready(path: str) -> Callable[[Server], bool]:

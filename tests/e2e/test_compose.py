@@ -25,7 +25,7 @@ import pytest
 from prm_rows import prm_items
 
 from referee.client import JobState, RefereeClient, Unauthorized
-from referee.services.launcher import free_port
+from referee.services.launcher import free_ports
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(3600)]
 
@@ -144,12 +144,12 @@ def stack() -> Iterator[Stack]:
     )
     assert build.returncode == 0, f"build-images.sh failed:\n{build.stdout}\n{build.stderr}"
     print(build.stdout)
-    api_port = free_port()
+    api_port, sandbox_port, redis_port = free_ports(3)
     env = {
         **os.environ,
         "REFEREE_API_PORT": str(api_port),
-        "REFEREE_SANDBOX_PORT": str(free_port()),
-        "REFEREE_REDIS_PORT": str(free_port()),
+        "REFEREE_SANDBOX_PORT": str(sandbox_port),
+        "REFEREE_REDIS_PORT": str(redis_port),
         "REFEREE_REDIS_IMAGE": "referee-redis:latest",
         "REFEREE_API_KEYS": API_KEY,
         "REFEREE_SANDBOX_API_KEY": "e2e-sandbox-key",

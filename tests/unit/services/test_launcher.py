@@ -9,7 +9,14 @@ from pathlib import Path
 
 import pytest
 
-from referee.services.launcher import ServerFailed, free_port, launch, start_redis, start_referee
+from referee.services.launcher import (
+    ServerFailed,
+    free_port,
+    free_ports,
+    launch,
+    start_redis,
+    start_referee,
+)
 
 
 @pytest.mark.slow  # about 2 s: starts a server that dies
@@ -43,3 +50,13 @@ def test_a_redis_of_its_own_answers_and_stops(tmp_path: Path) -> None:
                 answer += chunk
         assert answer == b"+OK\r\n$1\r\nv\r\n"
     assert redis_server.process.poll() is not None
+
+
+def test_free_ports_are_distinct_and_never_handed_out_twice() -> None:
+    """A stack told its ports before any service binds one (compose, a server started later)
+    must not get the same port twice: the kernel hands the port it has just released out again."""
+    ports = free_ports(150) + [free_port() for _ in range(150)]
+    assert len(set(ports)) == len(ports)
+    for port in ports[:5]:  # and they are free
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+            sock.bind(("127.0.0.1", port))
