@@ -308,10 +308,14 @@ def item_deadline(
     """An item's deadline on the pool: ``timeout_s`` per math check, the seconds its leaves
     give themselves (``sql``), at least ``procedural_timeout_s`` (default
     :data:`PROCEDURAL_TIMEOUT_S`) with a leaf whose first check imports libraries."""
-    if grader["type"] == "weighted":
-        found = [(leaf, _kind(leaf)) for leaf in iter_leaves(grader)]
-    else:  # a leaf (the common case: no walk)
-        found = [(grader, _kind(grader))]
+    if grader["type"] != "weighted":  # a leaf (the common case: no walk, no sums)
+        kind = _kind(grader)
+        deadline = timeout_s if kind.seconds is None else max(timeout_s, kind.seconds(grader))
+        if not kind.imports:
+            return deadline
+        least = PROCEDURAL_TIMEOUT_S if procedural_timeout_s is None else procedural_timeout_s
+        return max(deadline, least)
+    found = [(leaf, _kind(leaf)) for leaf in iter_leaves(grader)]
     own = sum(k.seconds(leaf) for leaf, k in found if k.seconds is not None)
     checks = sum(1 for _, k in found if k.math_checks)
     deadline = max(timeout_s * max(1, checks), own)

@@ -56,20 +56,31 @@ def to_result(item_id: str, outcome: Any) -> RewardResult:
 
 def _result(item_id: str, score: float | None, details: Any) -> RewardResult:
     """The result of a verdict that referee's own graders made: built without validating it
-    again (a third of the server's own time per cheap item went to that), ``valid`` filled as
-    the model's validator would."""
+    again, ``valid`` filled as the model's validator would. Made as ``model_construct`` makes
+    a model with every field given, without its walk over the fields (1.7 -> 0.6 µs, a tenth of
+    the server's own time per cheap item; a test holds it equal to ``model_construct``'s)."""
     details = details if type(details) is dict else dict(details)
     score = None if score is None else float(score)
-    return RewardResult.model_construct(
-        set(_EVERY_FIELD),  # given: pydantic need not work it out (a third of the cost)
-        id=item_id,
-        score=score,
-        valid=reward_is_valid(score, details),
-        details=details,
+    result = _new(RewardResult)
+    _set(
+        result,
+        "__dict__",
+        {
+            "id": item_id,
+            "score": score,
+            "valid": reward_is_valid(score, details),
+            "details": details,
+        },
     )
+    _set(result, "__pydantic_fields_set__", set(_EVERY_FIELD))
+    _set(result, "__pydantic_extra__", None)
+    _set(result, "__pydantic_private__", None)
+    return result
 
 
 _EVERY_FIELD = frozenset(RewardResult.model_fields)
+_new = object.__new__
+_set = object.__setattr__
 
 
 def mean_score(results: Sequence[RewardResult]) -> float:

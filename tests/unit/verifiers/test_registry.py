@@ -6,6 +6,7 @@ from __future__ import annotations
 import subprocess
 import sys
 import typing
+from typing import Any
 
 import pytest
 
@@ -119,3 +120,15 @@ def test_deadline_from_the_registry() -> None:
     assert item_deadline({"type": "sql", "timeout_s": 1.0}, 3.0) == 4.0
     assert item_deadline({"type": "procedural"}, 3.0, 9.0) == 9.0
     assert item_deadline({"type": "string_check"}, 3.0) == 3.0
+
+
+@pytest.mark.parametrize("kind", sorted(set(KINDS) - {"weighted"}))
+def test_a_leafs_deadline_is_the_one_of_a_weighted_around_it(kind: str) -> None:
+    """A leaf's deadline is worked out without the walk a weighted grader takes: the same
+    seconds either way, for every kind the pool scores."""
+    leaf: dict[str, Any] = {"type": kind, "reference": "1", "timeout_s": 7.5}
+    around = {"type": "weighted", "graders": [{"weight": 1, "grader": leaf}]}
+    for timeout_s, procedural_s in [(3.0, None), (3.0, 0.5), (20.0, 30.0)]:
+        assert item_deadline(leaf, timeout_s, procedural_s) == item_deadline(
+            around, timeout_s, procedural_s
+        )
