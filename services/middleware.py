@@ -35,6 +35,7 @@ from typing import Any
 
 from referee.client.errors import APIError, InvalidRequest, PayloadTooLarge
 from referee.services.auth import api_key_problem
+from referee.services.json_body import PARSED, inspect
 from referee.verifiers.check_pool import Lane, current_lane
 
 __all__ = ["RequestGuard", "json_problem"]
@@ -115,6 +116,25 @@ def json_problem(body: bytes, depth_limit: int) -> str | None:
                 return None
         if b"[]" not in text:
             return None
+    return _too_deep(depth_limit)
+
+
+def _json_problem(scope: Scope, body: bytes, depth_limit: int) -> str | None:
+    """:func:`json_problem`, read off orjson's parse of the body where orjson reads it (the
+    value then left in ``scope`` for the route, which parses it no more); the scan of the text
+    where it does not (bad JSON, ``NaN``, a BOM, an integer past 64 bits): the same answer
+    either way, a test holds, in less than half the time of the scan (which came before a
+    parse of its own)."""
+    read, too_deep, value = inspect(body, depth_limit)
+    if not read:
+        return json_problem(body, depth_limit)
+    if too_deep:
+        return _too_deep(depth_limit)
+    scope[PARSED] = (body, value)
+    return None
+
+
+def _too_deep(depth_limit: int) -> str:
     return (
         f"the JSON body nests arrays and objects more than {depth_limit} levels deep; "
         "flatten it (no request of this API needs that depth)"
@@ -231,9 +251,9 @@ class RequestGuard:
             return
         limit: int = self.settings.max_json_depth
         if len(body) > _THREAD_AFTER_BYTES:
-            problem = await asyncio.to_thread(json_problem, body, limit)
+            problem = await asyncio.to_thread(_json_problem, scope, body, limit)
         else:
-            problem = json_problem(body, limit)
+            problem = _json_problem(scope, body, limit)
         if problem is not None:
             raise _Refused(InvalidRequest(problem))
 

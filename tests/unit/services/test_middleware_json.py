@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from referee.services import middleware
+from referee.services.json_body import PARSED
 from referee.services.middleware import json_problem
 
 # what a string may be made of: the bytes that could fool a scan of the brackets
@@ -100,3 +101,72 @@ def test_nan_and_infinity_outside_strings_are_refused() -> None:
         assert problem is not None and "NaN and Infinity" in problem
     for body in (b'{"x": "NaN"}', b'{"x": "is -Infinity"}', b'{"NaN": 1}'):
         assert json_problem(body, 64) is None
+
+
+def _guard(body: bytes, limit: int) -> tuple[str | None, dict[str, Any]]:
+    scope: dict[str, Any] = {}
+    return middleware._json_problem(scope, body, limit), scope
+
+
+@pytest.mark.parametrize("seed", [3, 11])
+def test_the_guard_reading_orjsons_parse_answers_as_the_scan(seed: int) -> None:
+    """The guard reads the depth off orjson's parse where orjson reads the body, and leaves
+    the value for the route: the same answer as the scan of the text, the value Python's parser
+    gives, on random bodies both sides of the limit and on what orjson does not read."""
+    rng = random.Random(seed)
+    for _ in range(3000):
+        value = _value(rng, rng.randint(0, 14))
+        body = json.dumps(value, ensure_ascii=rng.random() < 0.5).encode()
+        limit = rng.randint(1, 12)
+        problem, scope = _guard(body, limit)
+        assert problem == json_problem(body, limit), (limit, body[:300])
+        if problem is None:
+            assert scope[PARSED][0] is body and scope[PARSED][1] == json.loads(body)
+        else:
+            assert PARSED not in scope
+    odd = [
+        b'{"x": NaN}',
+        b"[1, -Infinity]",
+        b'{"x": "NaN"}',
+        b"\xef\xbb\xbf[[[1]]]",  # a BOM: orjson refuses it
+        b'{"big": 123456789012345678901234567890}',  # orjson reads a float: Python's parser
+        b'{"lone": "\\ud800"}',
+        b'{"a": [1, 2}',
+        b"[" * 100,
+        b"[" * 2000 + b"]" * 2000,  # past orjson's own limit: the scan
+        b"[" * 9 + b"]" * 9,
+        b'{"a":' * 9 + b"1" + b"}" * 9,
+        b"[1e400]",
+    ]
+    for body in odd:
+        problem, scope = _guard(body, 8)
+        assert problem == json_problem(body, 8), body[:60]
+    assert PARSED not in _guard(b'{"big": 123456789012345678901234567890}', 8)[1]
+
+
+def test_the_route_takes_the_guards_value_and_parses_no_more(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from fastapi.testclient import TestClient
+
+    from referee.services import json_body
+    from referee.services.app import create_app
+
+    calls: list[bytes] = []
+    real_parse = json_body.parse
+
+    def counted(body: bytes) -> Any:
+        calls.append(body)
+        return real_parse(body)
+
+    monkeypatch.setattr(json_body, "parse", counted)
+    item = {"id": "a", "response": "42", "grader": {"type": "string_check", "reference": "42"}}
+    with TestClient(create_app()) as client:
+        ok = client.post("/v1/rewards", json={"items": [item]})
+        assert ok.status_code == 200 and ok.json()["rewards"][0]["score"] == 1.0, ok.text
+        assert calls == []  # the guard's reading served the route
+        big = {**item, "response": "1", "grader": {"type": "string_check", "reference": "1"}}
+        body = json.dumps({"items": [big], "x": 2**70}).encode()
+        bad = client.post("/v1/rewards", content=body, headers={"content-type": "application/json"})
+        assert calls == [body]  # an integer past 64 bits: Python's parser, in the route
+        assert bad.status_code == 422 and "x" in bad.text  # (no such field: refused by name)
