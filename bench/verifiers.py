@@ -7,8 +7,9 @@
   id, model-shaped responses of 40-300 words). The peer: lm-eval 0.4.13's own IFEval checkers
   (``test_instruction_following_strict``/``_loose`` from its pinned wheel, loaded by path as the
   tests do, ``tests/ifeval_peer.py``), called in this process, one row after another.
-* **text_similarity**, each metric: seeded sentence pairs. The peer: the metric's library called
-  directly in this process (rapidfuzz, sacreBLEU, nltk's GLEU, rouge-score); for cosine, which no
+* **text_similarity**, every metric: seeded sentence pairs. The peer: the metric's library called
+  directly in this process (rapidfuzz, sacreBLEU, nltk's GLEU, nltk's METEOR on nltk's reader of
+  the same WordNet 3.0 files, rouge-score for rouge_1 to rouge_5 and rouge_l); for cosine, which no
   library computes, the same numpy computation (GloVe 6B 50-d mean-pooled, referee's own
   ``text_similarity.cosine``) in this process, so that row is the server's overhead alone.
 
@@ -94,7 +95,19 @@ INSTRUCTIONS: list[dict[str, Any]] = [
     {"id": "punctuation:no_comma", "kwargs": {}},
     {"id": "startend:quotation", "kwargs": {}},
 ]
-METRICS = ("fuzzy_match", "bleu", "gleu", "rouge_1", "rouge_2", "rouge_l", "cosine")
+METRICS = (
+    "fuzzy_match",
+    "bleu",
+    "gleu",
+    "meteor",
+    "rouge_1",
+    "rouge_2",
+    "rouge_3",
+    "rouge_4",
+    "rouge_5",
+    "rouge_l",
+    "cosine",
+)
 
 
 def _sentence(rng: random.Random, n: int) -> str:
@@ -167,6 +180,13 @@ def _library(metric: str) -> Callable[[str, str], float]:
         from nltk.translate.gleu_score import sentence_gleu
 
         return lambda r, g: float(sentence_gleu([g.split()], r.split()))
+    if metric == "meteor":
+        from nltk.translate.meteor_score import meteor_score
+
+        from referee.verifiers.text_similarity import wordnet
+
+        reader = wordnet()  # nltk's own reader of the same WordNet 3.0 files the server reads
+        return lambda r, g: float(meteor_score([g.split()], r.split(), wordnet=reader))
     from rouge_score import rouge_scorer
 
     kind = "rougeL" if metric == "rouge_l" else "rouge" + metric[-1]
