@@ -41,6 +41,7 @@ import httpx
 
 from bench.clients import publish
 from referee.services.launcher import Server, start_referee
+from referee.verifiers.text_similarity import METRICS as SIMILARITY_METRICS
 
 ROOT = Path(__file__).resolve().parent.parent
 Compare = Callable[[Any, Any], bool]
@@ -95,19 +96,7 @@ INSTRUCTIONS: list[dict[str, Any]] = [
     {"id": "punctuation:no_comma", "kwargs": {}},
     {"id": "startend:quotation", "kwargs": {}},
 ]
-METRICS = (
-    "fuzzy_match",
-    "bleu",
-    "gleu",
-    "meteor",
-    "rouge_1",
-    "rouge_2",
-    "rouge_3",
-    "rouge_4",
-    "rouge_5",
-    "rouge_l",
-    "cosine",
-)
+METRICS = SIMILARITY_METRICS  # every metric the grader offers, in its order
 
 
 def _sentence(rng: random.Random, n: int) -> str:
