@@ -16,6 +16,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from referee.client.grader_specs import tool_calls_from_value, tools_from_value
+
 __all__ = [
     "FORMULA_FUNCTIONS",
     "LabelModelGrader",
@@ -142,6 +144,43 @@ class ToolCallGrader(_Model):
         "parameters, none it does not declare, each of its declared type (as BFCL's AST checker "
         "checks: `integer` an int, not 3.0).",
     )
+
+    @field_validator("reference", mode="before")
+    @classmethod
+    def _reference_as_rows_give_it(cls, value: Any) -> Any:
+        """The forms datasets keep their calls in: JSON text (xLAM's `answers` column), one
+        call object, BFCL's ground truth (`[{fn: {arg: [values]}}]`), ToolRL's `<tool_call>`
+        blocks; read as the trainer adapters read a row's column."""
+        if isinstance(value, str | dict) or (
+            isinstance(value, list)
+            and value
+            and all(isinstance(c, dict) and "name" not in c for c in value)
+        ):
+            calls = tool_calls_from_value(value)
+            if calls is not None:
+                return calls
+            if isinstance(value, str):
+                raise ValueError(
+                    "a reference given as text must be JSON calls (a list of "
+                    '{"name", "arguments"}, as xLAM\'s `answers`), BFCL\'s ground truth or '
+                    "ToolRL's <tool_call> blocks"
+                )
+        return value
+
+    @field_validator("tools", mode="before")
+    @classmethod
+    def _tools_as_rows_give_them(cls, value: Any) -> Any:
+        """`tools` as JSON text (xLAM's `tools` column) or one definition: read as the trainer
+        adapters read a row's column."""
+        if isinstance(value, str | dict):
+            tools = tools_from_value(value)
+            if tools is None:
+                raise ValueError(
+                    "tools given as text must be a JSON list of tool definitions (OpenAI's "
+                    "{type: function, function: {...}} or function documents {name, parameters})"
+                )
+            return tools
+        return value
 
 
 class PythonGrader(_Model):

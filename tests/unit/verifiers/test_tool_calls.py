@@ -506,3 +506,70 @@ def test_registered_tool_call_grader_takes_each_items_calls() -> None:
     assert expanded["reference"] == [TIME]
     with pytest.raises(ValueError, match="scoring"):
         GraderRegistry({"bad": {"type": "tool_call", "scoring": "nope"}})
+
+
+def test_a_grader_takes_a_rows_columns_as_they_are() -> None:
+    """The grader itself, through `/v1/rewards`, takes the reference and the tools in the forms
+    datasets keep them: xLAM's JSON strings, BFCL's ground truth, ToolRL's `<tool_call>`
+    blocks, one call object; text that is none of them is a 422 that says what it must be."""
+    from fastapi.testclient import TestClient
+
+    from referee.services.app import create_app
+
+    tools = [
+        {
+            "name": "live_giveaways_by_type",
+            "description": "Retrieve live giveaways from the GamerPower API.",
+            "parameters": {"type": {"description": "Type", "type": "str", "default": "game"}},
+        }
+    ]
+    beta = {"name": "live_giveaways_by_type", "arguments": {"type": "beta"}}
+    right = hermes(beta)
+    wrong = hermes({"name": "live_giveaways_by_type", "arguments": {"type": "dlc"}})
+    defaulted = hermes({"name": "live_giveaways_by_type", "arguments": {}})
+    game = {"name": "live_giveaways_by_type", "arguments": {"type": "game"}}
+    graders = {
+        "xlam strings": {"reference": json.dumps([beta]), "tools": json.dumps(tools)},
+        "one call object": {"reference": beta},
+        "bfcl ground truth": {"reference": [{"live_giveaways_by_type": {"type": ["beta", "b"]}}]},
+        "toolrl blocks": {
+            "reference": '<think>beta</think>\n<tool_call>\n{"name": "live_giveaways_by_type", '
+            '"parameters": {"type": "beta"}}\n</tool_call>'
+        },
+    }
+    items = [
+        {"id": f"{name}/{which}", "response": text, "grader": {"type": "tool_call", **g}}
+        for name, g in graders.items()
+        for which, text in (("right", right), ("wrong", wrong))
+    ]
+    # the declared default fills an argument left out: only the tools' text made that known
+    items.append(
+        {
+            "id": "xlam default",
+            "response": defaulted,
+            "grader": {"type": "tool_call", "reference": [game], "tools": json.dumps(tools)},
+        }
+    )
+    with TestClient(create_app()) as client:
+        r = client.post("/v1/rewards", json={"items": items})
+        assert r.status_code == 200, r.text
+        scores = {x["id"]: x["score"] for x in r.json()["rewards"]}
+        assert scores == {
+            **{f"{name}/right": 1.0 for name in graders},
+            **{f"{name}/wrong": 0.0 for name in graders},
+            "xlam default": 1.0,
+        }
+        for bad, field in (
+            ({"reference": "get the weather"}, "reference"),
+            ({"reference": [beta], "tools": "none"}, "tools"),
+        ):
+            r = client.post(
+                "/v1/rewards",
+                json={
+                    "items": [
+                        {"id": "x", "response": right, "grader": {"type": "tool_call", **bad}}
+                    ]
+                },
+            )
+            assert r.status_code == 422, r.text
+            assert field in r.text and "must be" in r.text, r.text
