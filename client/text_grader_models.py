@@ -11,6 +11,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from referee.client.grader_specs import instructions_from_value
 from referee.client.instruction_specs import INSTRUCTION_IDS, TULU_FUNCTIONS, validate_kwargs
 
 __all__ = [
@@ -101,6 +102,17 @@ class InstructionFollowingGrader(_Model):
     @model_validator(mode="before")
     @classmethod
     def _ifeval_row(cls, data: Any) -> Any:
+        if isinstance(data, dict) and isinstance(data.get("instructions"), str | dict):
+            # a row's column as it is: Tülu 3's `ground_truth` (JSON text of `{"func_name",
+            # ...}`), IFEvalG's, an IFEval row's: read as the trainer adapters read it
+            read = instructions_from_value(data["instructions"])
+            if not read:
+                raise ValueError(
+                    "instructions given as text or an object must be a list of {id, kwargs}, "
+                    "an IFEval row ({instruction_id_list, kwargs}), Tülu 3's ground truth "
+                    '({"func_name", ...}) or IFEvalG\'s, or JSON text of one'
+                )
+            data = {k: v for k, v in data.items() if k != "instructions"} | read
         if isinstance(data, dict) and "instruction_id_list" in data:
             data = dict(data)
             ids = data.pop("instruction_id_list")

@@ -108,8 +108,14 @@ _RESULT_FIELDS: Final = tuple(f.name for f in fields(SQLResult) if f.name != "ex
 
 def extract_sql(response: str) -> str | None:
     """The query of a response: the last fenced ``sql`` block, else the last fenced block, else
-    the text after ``</think>`` (or the whole text) when it reads as one statement."""
+    the text after ``</think>`` (or the whole text) when it reads as one statement; within the
+    last ``<answer>`` block where the response has one (R1-style answers)."""
     text = after_thinking(response)
+    opened = text.rfind("<answer>")
+    if opened >= 0:
+        inside = text[opened + len("<answer>") :]
+        closed = inside.find("</answer>")
+        text = (inside if closed < 0 else inside[:closed]).strip()
     blocks = fenced_blocks(text)
     sql_blocks = [body for lang, body in blocks if lang in ("sql", "sqlite")]
     chosen = sql_blocks[-1] if sql_blocks else (blocks[-1][1] if blocks else None)

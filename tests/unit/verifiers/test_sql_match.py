@@ -147,6 +147,14 @@ def test_extraction() -> None:
     assert extract_sql("```sql SELECT 5; ```") == "SELECT 5"
     assert extract_sql("`SELECT 6`") == "SELECT 6"
     assert extract_sql("   ```sql\nSELECT 7\n   ```\n") == "SELECT 7"
+    # R1-style answers: the last <answer> block, fenced or not, closed or not
+    assert extract_sql("<think>SELECT 0</think>\n<answer>SELECT 8;</answer>") == "SELECT 8"
+    assert (
+        extract_sql("<answer>SELECT 0</answer> then <answer>\n```sql\nSELECT 9\n```\n</answer>")
+        == "SELECT 9"
+    )
+    assert extract_sql("```sql\nSELECT 0\n```\n<answer>SELECT 10") == "SELECT 10"
+    assert extract_sql("<answer></answer>") is None
     assert has_order_by("SELECT a FROM t ORDER BY a")
     assert not has_order_by("SELECT a FROM (SELECT a FROM t ORDER BY a)")
     assert not has_order_by("SELECT 'order by' FROM t -- order by\n")

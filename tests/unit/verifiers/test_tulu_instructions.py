@@ -192,3 +192,22 @@ def test_hostile_answers_are_checked_in_one_pass(hostile: str) -> None:
     result = check_instructions(hostile, instructions)
     assert len(result.verdicts) == len(instructions)
     assert result.verdicts[4]["followed"] is False  # 500,000 unclosed braces are not JSON
+
+
+def test_the_ground_truth_text_itself_is_a_graders_instructions() -> None:
+    """An RLVR-IFeval row's `ground_truth` (JSON text) given as the grader's `instructions`,
+    as it is: the grader the trainer adapters build from the row, and the same verdicts."""
+    _, rows = _rows()
+    for row in rows[::7]:
+        text = _rlvr(**row_call(row))
+        direct = _grader({"type": "instruction_following", "instructions": text})
+        assert direct == _grader(fill_grader({"type": "instruction_following"}, text))
+        assert score_item(direct, row["response"])[0] == float(row["followed"])
+    # an IFEval row as one object, and IFEvalG's list form, go the same way
+    row = {"instruction_id_list": ["punctuation:no_comma"], "kwargs": [{}]}
+    assert _grader({"type": "instruction_following", "instructions": row})["instructions"] == [
+        {"id": "punctuation:no_comma", "kwargs": {}}
+    ]
+    for bad in ("be nice", '{"func_name": 3}', {"what": "ever"}):
+        with pytest.raises(ValidationError, match="instructions given as text or an object"):
+            _grader({"type": "instruction_following", "instructions": bad})
