@@ -246,6 +246,12 @@ def parse_tool_calls(
         special = special_token_calls(text, declarations)
         if special is not None:
             return [ToolCall(n, a) for n, a in special[0][:MAX_CALLS]], special[1]
+    if "<function=" in text:  # Llama 3.1's custom tools, no <tool_call> around them
+        from referee.verifiers.tool_call_xml import llama_function_calls
+
+        tagged = llama_function_calls(text, declarations)
+        if tagged is not None:
+            return [ToolCall(n, a) for n, a in tagged[:MAX_CALLS]], "llama3_function"
     for _language, body in fenced_blocks(text):
         found = _calls_from_json(_loads(body.strip()))
         if found:

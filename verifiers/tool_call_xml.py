@@ -45,6 +45,7 @@ from __future__ import annotations
 
 import ast
 import json
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -233,6 +234,34 @@ def qwen_xml_calls(body: str, decls: Mapping[str, Declaration] | None) -> list[C
         if name
     ]
     return calls or None
+
+
+def llama_function_calls(
+    text: str, decls: Mapping[str, Declaration] | None = None
+) -> list[Call] | None:
+    """Llama 3.1's custom-tool calls, ``<function=NAME>{JSON arguments}</function>`` in the text
+    (Meta's prompt format for tools given in the system prompt), one after another; a body in
+    Qwen3-Coder's ``<parameter=...>`` form is read as that. None when a tag holds neither (a
+    body that is not a JSON object is no call)."""
+    calls: list[Call] = []
+    for name, body in _tagged(text, "<function=", "</function>", ">")[:64]:
+        if not name or not _NAME.fullmatch(name):
+            return None
+        inner = body.strip()
+        if inner.startswith("<parameter="):
+            calls.append((name, _qwen_parameters(body, _properties(name, decls))))
+            continue
+        try:
+            args = json.loads(inner) if inner else {}
+        except (json.JSONDecodeError, RecursionError):
+            return None
+        if not isinstance(args, dict):
+            return None
+        calls.append((name, args))
+    return calls or None
+
+
+_NAME = re.compile(r"[A-Za-z_][\w.\-]{0,255}")
 
 
 # --- GLM-4.5 -------------------------------------------------------------------------------

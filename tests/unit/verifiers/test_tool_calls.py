@@ -573,3 +573,30 @@ def test_a_grader_takes_a_rows_columns_as_they_are() -> None:
             )
             assert r.status_code == 422, r.text
             assert field in r.text and "must be" in r.text, r.text
+
+
+def test_llama_31_custom_tool_calls() -> None:
+    """Llama 3.1's format for tools defined in the system prompt (Meta's prompt-format
+    documentation): ``<function=NAME>{JSON arguments}</function>``, no ``<tool_call>`` around
+    it; a body that is not a JSON object is no call, and a flood of tags is read in linear
+    time."""
+    songs = {"name": "spotify_trending_songs", "arguments": {"n": "5"}}
+    calls, fmt = parse_tool_calls('<function=spotify_trending_songs>{"n": "5"}</function>')
+    assert fmt == "llama3_function" and [(c.name, c.arguments) for c in calls] == [
+        ("spotify_trending_songs", {"n": "5"})
+    ]
+    two = (
+        'Calling both.\n<function=spotify_trending_songs>{"n": "5"}</function>\n'
+        '<function=get_weather>{"city": "Paris"}</function><|eom_id|>'
+    )
+    weather = {"name": "get_weather", "arguments": {"city": "Paris"}}
+    assert grade_tool_calls(two, [weather, songs]).score == 1.0
+    assert grade_tool_calls(two, [songs]).score == 0.0  # one call too many
+    assert parse_tool_calls("<function=f>not json</function>") == ([], None)
+    assert parse_tool_calls('<function=bad name>{"a": 1}</function>') == ([], None)
+    assert parse_tool_calls("<function=f>[1, 2]</function>") == ([], None)
+    # Qwen3-Coder's parameters without the <tool_call> around them
+    qwen = "<function=get_weather>\n<parameter=city>\nParis\n</parameter>\n</function>"
+    assert grade_tool_calls(qwen, [weather]).score == 1.0
+    flood = "<function=" * 200_000 + "f>{}"
+    assert parse_tool_calls(flood)[0] == []
