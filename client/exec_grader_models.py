@@ -151,10 +151,10 @@ class ToolCallGrader(_Model):
         """The forms datasets keep their calls in: JSON text (xLAM's `answers` column), one
         call object, BFCL's ground truth (`[{fn: {arg: [values]}}]`), ToolRL's `<tool_call>`
         blocks; read as the trainer adapters read a row's column."""
+        if type(value) is list and (not value or (type(value[0]) is dict and "name" in value[0])):
+            return value  # the usual case, as calls: nothing to read
         if isinstance(value, str | dict) or (
-            isinstance(value, list)
-            and value
-            and all(isinstance(c, dict) and "name" not in c for c in value)
+            isinstance(value, list) and all(isinstance(c, dict) and "name" not in c for c in value)
         ):
             calls = tool_calls_from_value(value)
             if calls is not None:
