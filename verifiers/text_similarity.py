@@ -154,6 +154,12 @@ def wordnet() -> Any:
     return reader
 
 
+ROUGE_L_MAX_PAIRS: Final = 16_000_000
+"""The most token pairs a ``rouge_l`` check takes: rouge-score builds its LCS table, a cell a
+pair, in Python (4,000 tokens each way: about 3 s here; 200,000 against 16,000 ran a worker out
+of its 2 GB). Past it the check is an error that says so, at once."""
+
+
 @functools.cache
 def _rouge(kind: str) -> Any:
     from rouge_score import rouge_scorer
@@ -187,7 +193,19 @@ def metric_score(response: str, reference: str, metric: str) -> float:
         kind = "rougeL" if metric == "rouge_l" else "rouge" + metric.removeprefix("rouge_")
         if metric not in METRICS:
             raise ValueError(f"unknown metric {metric!r}; use one of {list(METRICS)}")
-        return float(_rouge(kind).score(reference, response)[kind].fmeasure)
+        scorer = _rouge(kind)
+        if kind == "rougeL" and len(response) * len(reference) > ROUGE_L_MAX_PAIRS:
+            # no text has more tokens than characters: only long texts are counted
+            pairs = len(scorer._tokenizer.tokenize(response)) * len(
+                scorer._tokenizer.tokenize(reference)
+            )
+            if pairs > ROUGE_L_MAX_PAIRS:
+                raise ValueError(
+                    f"rouge_l compares every token of the response with every token of the "
+                    f"reference: {pairs:,} pairs here, past the {ROUGE_L_MAX_PAIRS:,} a check "
+                    "may take (4,000 tokens each way); shorten them or use rouge_1 to rouge_5"
+                )
+        return float(scorer.score(reference, response)[kind].fmeasure)
     raise ValueError(f"unknown metric {metric!r}; use one of {list(METRICS)}")
 
 

@@ -22,6 +22,7 @@ from referee.verifiers.text_similarity import (
     METRICS,
     cosine,
     glove_tokens,
+    metric_score,
     nltk_data_home,
     similarity,
     wordnet,
@@ -594,3 +595,20 @@ def test_the_answer_graders_read_what_follows_the_reasoning(
     assert got == score, details
     # the same answer without a think block scores the same
     assert score_item(grader, "the capital of france is paris")[0] == score
+
+
+def test_rouge_l_past_its_pairs_is_an_error_that_says_so_at_once() -> None:
+    """rouge-score's LCS table has a cell per token pair, built in Python: long texts are an
+    error with the reason, not a worker run out of memory; just under the bound (and
+    texts long in characters but short in tokens) the library's own value."""
+    words = ["alpha", "beta", "gamma", "delta", "eps"]
+    response = " ".join(words[i % 5] for i in range(40_000))
+    reference = " ".join(words[i % 3] for i in range(1_000))
+    with pytest.raises(ValueError, match=r"40,000,000 pairs here, past the 16,000,000"):
+        metric_score(response, reference, "rouge_l")
+    under = " ".join(words[i % 5] for i in range(3_990))
+    peer = rouge_scorer.RougeScorer(["rougeL"]).score(reference, under)["rougeL"].fmeasure
+    assert metric_score(under, reference, "rouge_l") == pytest.approx(peer)
+    # 2 MB of characters, few tokens: counted, under the bound, scored
+    dashes = "-" * 1_000_000 + " river " + "-" * 1_000_000
+    assert 0 < metric_score(dashes, "the river", "rouge_l") <= 1
