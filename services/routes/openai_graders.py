@@ -108,7 +108,7 @@ def _errors(result: RewardResult, kind: str) -> OpenAIGraderRunErrors:
     outcome = str(leaf.get("outcome", ""))
     reason = str(leaf.get("reason") or details.get("reason") or outcome)[:2000]
     if leaf_kind == "python":
-        if reason.startswith("grade() "):  # it raised, or returned no number in [0, 1]
+        if leaf.get("error_in") == "grade":  # it raised, or returned no number in [0, 1]
             return OpenAIGraderRunErrors(
                 python_grader_runtime_error=True, python_grader_runtime_error_details=reason
             )

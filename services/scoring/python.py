@@ -99,8 +99,17 @@ def sample_of(response: str) -> dict[str, Any]:
     }
 
 
-def _invalid(reason: str, **extra: Any) -> tuple[None, dict[str, Any]]:
-    return None, {"outcome": "grader_error", "valid": False, "reason": reason, **extra}
+def _invalid(reason: str, *, in_grade: bool = False, **extra: Any) -> tuple[None, dict[str, Any]]:
+    """No score, and why; ``error_in``: ``grade`` where the user's function raised or returned
+    no number in [0, 1], ``runner`` where its run failed around it (time, memory, no result)."""
+    where = "grade" if in_grade else "runner"
+    return None, {
+        "outcome": "grader_error",
+        "valid": False,
+        "reason": reason,
+        "error_in": where,
+        **extra,
+    }
 
 
 def _payload(leaf: dict[str, Any], response: str) -> str:
@@ -130,6 +139,7 @@ def _verdict(
     if "error" in result:
         return _invalid(
             f"grade() raised {result['error']}",
+            in_grade=True,
             traceback=str(result.get("traceback", ""))[-1000:],
             **info,
         )
@@ -137,10 +147,11 @@ def _verdict(
     if value is None:
         return _invalid(
             f"grade() returned {result.get('repr')} ({result.get('kind')}), not a number",
+            in_grade=True,
             **info,
         )
     if not math.isfinite(value) or not 0.0 <= value <= 1.0:
-        return _invalid(f"grade() returned {value!r}, outside [0, 1]", **info)
+        return _invalid(f"grade() returned {value!r}, outside [0, 1]", in_grade=True, **info)
     details: dict[str, Any] = {"outcome": "graded", **info}
     threshold = grader.get("pass_threshold")
     if threshold is not None:

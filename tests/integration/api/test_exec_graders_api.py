@@ -291,6 +291,9 @@ def test_python_grader_in_the_sandbox(server: Server) -> None:
         assert reward["score"] is None, reward
         assert reward["valid"] is False and reward["details"]["valid"] is False, reward
         assert words in reward["details"]["reason"], reward
+        # the user's code failed, or its run around it did (OpenAI's runtime and server errors)
+        where = "runner" if name in ("slow", "memory") else "grade"
+        assert reward["details"]["error_in"] == where, reward
 
 
 def test_openai_multi_with_python_and_string_check(server: Server) -> None:
