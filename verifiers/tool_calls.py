@@ -213,8 +213,12 @@ def _against_declaration(
         if k not in props:
             out.append((k, "not a parameter the tool declares"))
         elif not type_ok(v, _answers(want, k), props[k]):
-            out.append((k, f"not of the declared type {props[k].get('type')!r}"))
+            out.append((k, f"{_MISTYPED} {props[k].get('type')!r}"))
     return tuple(out)
+
+
+_MISTYPED = "not of the declared type"
+"""How a value of another type than its declaration's is told (``_pair`` counts it wrong)."""
 
 
 def _pair(got: ToolCall, want: ToolCall, decls: Mapping[str, Declaration]) -> _Pair:
@@ -224,7 +228,7 @@ def _pair(got: ToolCall, want: ToolCall, decls: Mapping[str, Declaration]) -> _P
     g, full = _filled(got, want, decl), _filled(want, want, decl)
     required = _required(full, decl)
     broken = _against_declaration(got, want, decl) if decl is not None else ()
-    mistyped = {k for k, what in broken if what.startswith("not of")}
+    mistyped = {k for k, what in broken if what.startswith(_MISTYPED)}
     # a BFCL optional argument counts only when the call gives it, and then like any other
     w = {k: v for k, v in full.items() if k in g or k in required}
     union = g.keys() | w.keys()
