@@ -52,7 +52,6 @@ from referee.client.sdk_base import (
     Sent,
     _as_items,
     _Base,
-    _chunks,
     _Closing,
     _curriculum_payload,
     _job_payload,
@@ -62,6 +61,7 @@ from referee.client.sdk_base import (
     _problems_call,
     _retryable,
     _run_payload,
+    group_chunks,
 )
 from referee.client.sdk_sessions import SessionCalls
 
@@ -126,7 +126,7 @@ class RefereeClient(SessionCalls, _Closing, _Base):
         start = time.perf_counter()
         parsed = _as_items(items)
         parts: list[Sent] = []
-        for chunk in _chunks(parsed, self.chunk_size):
+        for chunk in group_chunks(parsed, self.chunk_size):
             payload = _payload(chunk, pass_threshold)
             parts.append((chunk, self._post("/v1/rewards", payload, RewardsResponse)))
         return _merge(parsed, parts, (time.perf_counter() - start) * 1000)

@@ -35,7 +35,6 @@ from referee.client.sdk_base import (
     Sent,
     _as_items,
     _Base,
-    _chunks,
     _curriculum_payload,
     _job_payload,
     _judge_payload,
@@ -44,6 +43,7 @@ from referee.client.sdk_base import (
     _problems_call,
     _retryable,
     _run_payload,
+    group_chunks,
 )
 from referee.client.sdk_sessions import AsyncSessionCalls
 
@@ -111,7 +111,7 @@ class AsyncRefereeClient(AsyncSessionCalls, _Base):
     ) -> RewardsResponse:
         start = time.perf_counter()
         parsed = _as_items(items)
-        chunks = list(_chunks(parsed, self.chunk_size))
+        chunks = list(group_chunks(parsed, self.chunk_size))
 
         async def send(chunk: list[RewardItem]) -> Sent:
             payload = _payload(chunk, pass_threshold)

@@ -32,7 +32,6 @@ __all__ = [
     "_Base",
     "_Closing",
     "_as_items",
-    "_chunks",
     "_curriculum_payload",
     "_job_payload",
     "_judge_payload",
@@ -42,6 +41,7 @@ __all__ = [
     "_retryable",
     "_run_payload",
     "_validated",
+    "group_chunks",
 ]
 
 M = TypeVar("M", bound=BaseModel)
@@ -126,7 +126,7 @@ def _as_items(items: Iterable[RewardItem | Mapping[str, Any]]) -> list[RewardIte
     return parsed
 
 
-def _chunks(items: list[RewardItem], size: int) -> Iterator[list[RewardItem]]:
+def group_chunks(items: list[RewardItem], size: int) -> Iterator[list[RewardItem]]:
     """Chunks of at most ``size`` items (more only when one group is larger), groups kept whole."""
     order: dict[str | None, list[RewardItem]] = {}
     singles: list[list[RewardItem]] = []

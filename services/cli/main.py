@@ -120,10 +120,10 @@ def _rewards(args: argparse.Namespace) -> int:
     try:
         if args.server:
             from referee.client import RefereeClient
-            from referee.client.sdk_base import _chunks
+            from referee.client.sdk_base import group_chunks
 
             def sent(part: list[Any]) -> list[Any]:  # the SDK sends a part's groups first
-                return [item for chunk in _chunks(part, len(part)) for item in chunk]
+                return [item for chunk in group_chunks(part, len(part)) for item in chunk]
 
             with RefereeClient(args.server, api_key=args.api_key, chunk_size=step) as client:
                 score = lambda p: client.rewards(p).rewards  # noqa: E731
@@ -153,12 +153,12 @@ def _invalid(item_id: str, error: str) -> Any:
 
 def _parts(items: Sequence[Any], step: int) -> list[list[int]]:
     """The items' indices in parts of about ``step``, each group whole in one part: the SDK's
-    and the jobs' cut (``_chunks``), so rollouts of one prompt may lie anywhere in the file (a
+    and the jobs' cut (``group_chunks``), so rollouts of one prompt may lie anywhere in the file (a
     round of every prompt after another) and still be scored as one group."""
-    from referee.client.sdk_base import _chunks
+    from referee.client.sdk_base import group_chunks
 
     where = {id(item): i for i, item in enumerate(items)}
-    return [[where[id(item)] for item in chunk] for chunk in _chunks(list(items), step)]
+    return [[where[id(item)] for item in chunk] for chunk in group_chunks(list(items), step)]
 
 
 def _in_parts(

@@ -22,7 +22,7 @@ from typing import Any
 from referee.client.errors import APIError
 from referee.client.job_models import JobProgress, JobRequest, JobState, JobStatus
 from referee.client.models import RewardItem, RewardResult, RewardsResponse
-from referee.client.sdk_base import _chunks
+from referee.client.sdk_base import group_chunks
 from referee.services.jobs.store import JobRecord, JobStore
 from referee.services.scoring.batch import group_stats, mean_score
 from referee.services.scoring.scorer import Scorer
@@ -96,7 +96,7 @@ async def _run(job_id: str, store: JobStore, scorer: Scorer, worker: str) -> str
         return "finished"
     start = time.perf_counter()
     saved = await asyncio.to_thread(store.chunks, job_id)
-    chunks = list(_chunks(list(request.items), _chunk_size(request)))
+    chunks = list(group_chunks(list(request.items), _chunk_size(request)))
     last_look = 0.0
 
     async def stop_if_cancelled() -> None:
