@@ -246,6 +246,12 @@ def parse_tool_calls(
         special = special_token_calls(text, declarations)
         if special is not None:
             return [ToolCall(n, a) for n, a in special[0][:MAX_CALLS]], special[1]
+    if "to=functions." in text and "<|message|>" not in text:  # gpt-oss, its tokens skipped
+        from referee.verifiers.tool_call_tokens import stripped_harmony_calls
+
+        harmony = stripped_harmony_calls(text, declarations)
+        if harmony:
+            return [ToolCall(n, a) for n, a in harmony[:MAX_CALLS]], "harmony"
     if "<function=" in text:  # Llama 3.1's custom tools, no <tool_call> around them
         from referee.verifiers.tool_call_xml import llama_function_calls
 

@@ -184,6 +184,60 @@ def _harmony(text: str) -> list[Call]:
     return calls
 
 
+_STRIPPED_TO = "to=functions."
+_NAME_CHARS = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]*")
+_GLUED = "commentary"  # the channel of calls to functions
+
+
+def stripped_harmony_calls(text: str, decls: Mapping[str, Declaration] | None = None) -> list[Call]:
+    """gpt-oss's calls in a completion decoded with ``skip_special_tokens=True`` (veRL's and
+    TRL's decode): harmony's tokens are gone and what stays of a call is ``to=functions.NAME``,
+    ``json`` (from ``<|constrain|>json``) and the JSON arguments, as ``commentary
+    to=functions.get_weather json{"city": "Paris"}``. Where the recipient stood before the
+    channel (``assistant to=functions.NAME<|channel|>commentary``) the channel's name follows
+    the tool's with nothing between: it is cut off, unless ``decls`` declare the tool so named
+    and not the shorter one (calls go on the commentary channel; ``analysis`` is left alone, a
+    tool may be ``sentiment_analysis``). A recipient not followed by a JSON object
+    is no call (so are arguments that hold a recipient's text themselves). One pass: each
+    recipient is read once, and its arguments decoded up to the next one."""
+    decoder = json.JSONDecoder()
+    calls: list[Call] = []
+    at = 0
+    while len(calls) < _MAX:
+        found = text.find(_STRIPPED_TO, at)
+        if found < 0:
+            break
+        named = _NAME_CHARS.match(text, found + len(_STRIPPED_TO))
+        at = found + len(_STRIPPED_TO)
+        if named is None:
+            continue
+        name = named.group()
+        cut = name[: -len(_GLUED)] if name.endswith(_GLUED) else ""
+        if cut and (not decls or (name not in decls and cut in decls)):
+            name = cut  # the channel's name glued to the tool's, unless a tool is so named
+        rest = named.end()
+        while rest < len(text) and text[rest] == " ":
+            rest += 1
+        if text.startswith("json", rest):
+            rest += len("json")
+        while rest < len(text) and text[rest] == " ":
+            rest += 1
+        if not text.startswith("{", rest):
+            continue
+        # read up to the next recipient only: each part of the text is decoded once (a failed
+        # decode's error counts the lines before it, which from the text's start is quadratic)
+        following = text.find(_STRIPPED_TO, rest)
+        part = text[rest : following if following >= 0 else len(text)]
+        try:
+            args, end = decoder.raw_decode(part)
+        except (ValueError, RecursionError):
+            continue
+        if isinstance(args, dict):
+            calls.append((name, args))
+            at = rest + end
+    return calls
+
+
 def special_token_calls(
     text: str, decls: Mapping[str, Declaration] | None
 ) -> tuple[list[Call], str] | None:

@@ -310,6 +310,13 @@ def test_special_token_calls_after_a_think_block() -> None:
         '<minimax:tool_call><invoke name="f">'
         + '<parameter name="a">' * 100_000
         + "</minimax:tool_call>",
+        "to=functions.f json{" * 100_000,
+        'to=functions.f {"a": "' * 100_000,
+        "to=functions." * 200_000 + 'f {"a": 1}',
+        'to=functions.f {"a": ' + "[" * 100_000,
+        "<function=f>{" * 100_000,
+        '<function=f>{"a": ' + "[" * 100_000 + "</function>",
+        "<function=f>" * 100_000 + "</function>",
     ],
 )
 def test_hostile_special_token_text_is_read_in_one_pass(text: str) -> None:
@@ -345,3 +352,64 @@ def test_random_marker_soup_never_raises() -> None:
             calls, _fmt = parse_tool_calls(text, declared)
             assert len(calls) <= 64
             assert all(isinstance(c.arguments, dict) for c in calls)
+
+
+HARMONY_SPECIAL = (
+    "<|start|>",
+    "<|end|>",
+    "<|message|>",
+    "<|channel|>",
+    "<|constrain|>",
+    "<|call|>",
+)
+
+
+def skip_special_tokens(text: str) -> str:
+    """What ``tokenizer.decode(ids, skip_special_tokens=True)`` leaves of a harmony turn (veRL's
+    and TRL's decode of a completion): the text without gpt-oss's special tokens."""
+    for token in HARMONY_SPECIAL:
+        text = text.replace(token, "")
+    return text
+
+
+def gpt_oss_recipient_first(calls: Calls) -> str:
+    """Harmony's other header order: the recipient in the role section, before the channel."""
+    return "".join(
+        f"<|start|>assistant to=functions.{n}<|channel|>commentary <|constrain|>json"
+        f"<|message|>{json.dumps(a, ensure_ascii=False)}<|call|>"
+        for n, a in calls
+    )
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("write", [gpt_oss, gpt_oss_recipient_first])
+def test_harmony_calls_decoded_without_special_tokens_read_the_same(write: Any) -> None:
+    """A gpt-oss completion decoded with ``skip_special_tokens=True`` keeps ``to=functions.NAME``,
+    ``json`` and the arguments: read, it gives the calls the whole turn gives (SGLang's, by the
+    test above), on BFCL's ground truths and their mutants, both header orders."""
+    total, wrong = 0, []
+    for category in CATEGORIES:
+        for row, ground_truth in entries(category):
+            decls = declarations_from_tools(openai_tools(row["function"]))
+            for calls in mutants(truth(ground_truth)):
+                if len(calls) > 1:
+                    continue
+                text = write(calls)
+                whole, _ = parse_tool_calls(text, decls)
+                stripped, fmt = parse_tool_calls(skip_special_tokens(text), decls)
+                total += 1
+                got = [(c.name, c.arguments) for c in stripped]
+                if (
+                    got != [(c.name, c.arguments) for c in whole]
+                    or got != calls
+                    or fmt != "harmony"
+                ):
+                    wrong.append((row["id"], skip_special_tokens(text)[:200], got, fmt))
+    assert total > 3000
+    assert not wrong, f"{len(wrong)} of {total} differ: {wrong[:5]}"
+    # the analysis before the call and prose after it change nothing; no JSON after it: no call
+    prose = skip_special_tokens(gpt_oss([("get_weather", {"city": "Paris"})])) + " Done."
+    assert [(c.name, c.arguments) for c in parse_tool_calls(prose)[0]] == [
+        ("get_weather", {"city": "Paris"})
+    ]
+    assert parse_tool_calls("I will send it to=functions.get_weather soon") == ([], None)
