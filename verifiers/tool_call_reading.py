@@ -252,6 +252,12 @@ def parse_tool_calls(
         harmony = stripped_harmony_calls(text, declarations)
         if harmony:
             return [ToolCall(n, a) for n, a in harmony[:MAX_CALLS]], "harmony"
+    if "functions." in text and "<|tool_call_begin|>" not in text:  # Kimi-K2, tokens skipped
+        from referee.verifiers.tool_call_tokens import stripped_kimi_calls
+
+        kimi = stripped_kimi_calls(text)
+        if kimi:
+            return [ToolCall(n, a) for n, a in kimi[:MAX_CALLS]], "kimi_k2"
     if "<function=" in text:  # Llama 3.1's custom tools, no <tool_call> around them
         from referee.verifiers.tool_call_xml import llama_function_calls
 

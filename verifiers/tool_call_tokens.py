@@ -238,6 +238,32 @@ def stripped_harmony_calls(text: str, decls: Mapping[str, Declaration] | None = 
     return calls
 
 
+_KIMI_STRIPPED = re.compile(r"functions\.([A-Za-z_][\w.\-]*):\d+\s*(?=\{)")
+
+
+def stripped_kimi_calls(text: str) -> list[Call]:
+    """Kimi-K2's calls in a completion decoded with ``skip_special_tokens=True``: its section
+    and call tokens are gone and each call is its id and its JSON arguments with nothing
+    between, ``functions.get_weather:0{"city": "Paris"}``. An id not followed by a JSON object
+    is no call. Each call's arguments are decoded up to the next id (one pass)."""
+    decoder = json.JSONDecoder()
+    calls: list[Call] = []
+    ids = list(_KIMI_STRIPPED.finditer(text))[: _MAX * 4]
+    for k, found in enumerate(ids):
+        stop = ids[k + 1].start() if k + 1 < len(ids) else len(text)
+        if stop <= found.end():
+            continue
+        try:
+            args, _ = decoder.raw_decode(text[found.end() : stop])
+        except (ValueError, RecursionError):
+            continue
+        if isinstance(args, dict):
+            calls.append((found.group(1), args))
+            if len(calls) >= _MAX:
+                break
+    return calls
+
+
 def special_token_calls(
     text: str, decls: Mapping[str, Declaration] | None
 ) -> tuple[list[Call], str] | None:

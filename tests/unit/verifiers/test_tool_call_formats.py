@@ -317,6 +317,9 @@ def test_special_token_calls_after_a_think_block() -> None:
         "<function=f>{" * 100_000,
         '<function=f>{"a": ' + "[" * 100_000 + "</function>",
         "<function=f>" * 100_000 + "</function>",
+        "functions.f:0{" * 100_000,
+        'functions.f:0{"a": "' * 100_000,
+        "functions.f:0" + "{" * 100_000,
     ],
 )
 def test_hostile_special_token_text_is_read_in_one_pass(text: str) -> None:
@@ -413,3 +416,40 @@ def test_harmony_calls_decoded_without_special_tokens_read_the_same(write: Any) 
         ("get_weather", {"city": "Paris"})
     ]
     assert parse_tool_calls("I will send it to=functions.get_weather soon") == ([], None)
+
+
+KIMI_SPECIAL = (
+    "<|tool_calls_section_begin|>",
+    "<|tool_calls_section_end|>",
+    "<|tool_call_begin|>",
+    "<|tool_call_argument_begin|>",
+    "<|tool_call_end|>",
+)
+
+
+@pytest.mark.slow
+def test_kimi_calls_decoded_without_special_tokens_read_the_same() -> None:
+    """A Kimi-K2 completion decoded with ``skip_special_tokens=True`` keeps each call's
+    ``functions.NAME:INDEX`` id and its JSON arguments: read, it gives the calls the whole text
+    gives (SGLang's, by the test above), parallel calls too, on BFCL's ground truths and their
+    mutants."""
+    total, wrong = 0, []
+    for category in CATEGORIES:
+        for row, ground_truth in entries(category):
+            decls = declarations_from_tools(openai_tools(row["function"]))
+            for calls in mutants(truth(ground_truth)):
+                text = "I will look it up. " + kimi_k2(calls)
+                whole, _ = parse_tool_calls(text, decls)
+                stripped = text
+                for token in KIMI_SPECIAL:
+                    stripped = stripped.replace(token, "")
+                got, fmt = parse_tool_calls(stripped, decls)
+                total += 1
+                pairs = [(c.name, c.arguments) for c in got]
+                if pairs != [(c.name, c.arguments) for c in whole] or pairs != calls:
+                    wrong.append((row["id"], stripped[:200], pairs, fmt))
+                elif fmt != "kimi_k2":
+                    wrong.append((row["id"], stripped[:200], pairs, fmt))
+    assert total > 5000
+    assert not wrong, f"{len(wrong)} of {total} differ: {wrong[:5]}"
+    assert parse_tool_calls("see functions.get_weather:0 in the docs") == ([], None)
