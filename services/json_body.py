@@ -9,7 +9,7 @@ reads otherwise (an integer past 64 bits, which orjson makes a float) go to Pyth
 every body gets the value, or the error, it got before.
 
 The request guard (``services/middleware.py``) parses a JSON body once, to check its depth
-(:func:`inspect`), and hands the value on in the request's scope (:data:`PARSED`); the route
+(:func:`parse_for_guard`), and hands the value on in the request's scope (:data:`PARSED`); the route
 takes it from there instead of parsing the body again.
 """
 
@@ -23,7 +23,7 @@ import orjson
 from fastapi import Request, Response
 from fastapi.routing import APIRoute
 
-__all__ = ["PARSED", "FastJSONRoute", "inspect", "parse"]
+__all__ = ["PARSED", "FastJSONRoute", "parse", "parse_for_guard"]
 
 
 _BIG = 9.2e18  # orjson reads an integer past 64 bits as a float, as large as this or more
@@ -61,7 +61,7 @@ PARSED = "referee.parsed_json"
 and the value :func:`parse` gives it."""
 
 
-def inspect(body: bytes, depth_limit: int) -> tuple[bool, bool, Any]:
+def parse_for_guard(body: bytes, depth_limit: int) -> tuple[bool, bool, Any]:
     """orjson's reading of ``body``, for the request guard: ``(read, too_deep, value)``.
 
     ``read`` is False where orjson refuses the body or reads a float of :data:`_BIG` or more

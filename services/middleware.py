@@ -35,7 +35,7 @@ from typing import Any
 
 from referee.client.errors import APIError, InvalidRequest, PayloadTooLarge
 from referee.services.auth import api_key_problem
-from referee.services.json_body import PARSED, inspect
+from referee.services.json_body import PARSED, parse_for_guard
 from referee.verifiers.check_pool import Lane, current_lane
 
 __all__ = ["RequestGuard", "json_problem"]
@@ -125,7 +125,7 @@ def _json_problem(scope: Scope, body: bytes, depth_limit: int) -> str | None:
     where it does not (bad JSON, ``NaN``, a BOM, an integer past 64 bits): the same answer
     either way, a test holds, in less than half the time of the scan (which came before a
     parse of its own)."""
-    read, too_deep, value = inspect(body, depth_limit)
+    read, too_deep, value = parse_for_guard(body, depth_limit)
     if not read:
         return json_problem(body, depth_limit)
     if too_deep:

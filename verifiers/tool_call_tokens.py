@@ -30,6 +30,7 @@ JSON; a call whose arguments do not read is left out. Markers are found with ``s
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 from collections.abc import Mapping
@@ -200,7 +201,6 @@ def stripped_harmony_calls(text: str, decls: Mapping[str, Declaration] | None = 
     tool may be ``sentiment_analysis``). A recipient not followed by a JSON object
     is no call (so are arguments that hold a recipient's text themselves). One pass: each
     recipient is read once, and its arguments decoded up to the next one."""
-    decoder = json.JSONDecoder()
     calls: list[Call] = []
     at = 0
     while len(calls) < _MAX:
@@ -224,18 +224,26 @@ def stripped_harmony_calls(text: str, decls: Mapping[str, Declaration] | None = 
             rest += 1
         if not text.startswith("{", rest):
             continue
-        # read up to the next recipient only: each part of the text is decoded once (a failed
-        # decode's error counts the lines before it, which from the text's start is quadratic)
         following = text.find(_STRIPPED_TO, rest)
-        part = text[rest : following if following >= 0 else len(text)]
-        try:
-            args, end = decoder.raw_decode(part)
-        except (ValueError, RecursionError):
-            continue
-        if isinstance(args, dict):
-            calls.append((name, args))
-            at = rest + end
+        read = _object_within(text, rest, following if following >= 0 else len(text))
+        if read is not None:
+            calls.append((name, read[0]))
+            at = rest + read[1]
     return calls
+
+
+def _object_within(text: str, start: int, stop: int) -> tuple[dict[str, Any], int] | None:
+    """The JSON object that opens ``text[start:stop]`` and its length, or None. Decoded from
+    that slice alone, so that a reader of many markers decodes each part of the text once (a
+    failed decode's error counts the lines before it: from the text's start, quadratic)."""
+    try:
+        value, end = _DECODER.raw_decode(text[start:stop])
+    except (ValueError, RecursionError):
+        return None
+    return (value, end) if isinstance(value, dict) else None
+
+
+_DECODER = json.JSONDecoder()
 
 
 _KIMI_STRIPPED = re.compile(r"functions\.([A-Za-z_][\w.\-]*):\d+\s*(?=\{)")
@@ -246,19 +254,13 @@ def stripped_kimi_calls(text: str) -> list[Call]:
     and call tokens are gone and each call is its id and its JSON arguments with nothing
     between, ``functions.get_weather:0{"city": "Paris"}``. An id not followed by a JSON object
     is no call. Each call's arguments are decoded up to the next id (one pass)."""
-    decoder = json.JSONDecoder()
     calls: list[Call] = []
-    ids = list(_KIMI_STRIPPED.finditer(text))[: _MAX * 4]
+    ids = list(itertools.islice(_KIMI_STRIPPED.finditer(text), _MAX * 4))
     for k, found in enumerate(ids):
         stop = ids[k + 1].start() if k + 1 < len(ids) else len(text)
-        if stop <= found.end():
-            continue
-        try:
-            args, _ = decoder.raw_decode(text[found.end() : stop])
-        except (ValueError, RecursionError):
-            continue
-        if isinstance(args, dict):
-            calls.append((found.group(1), args))
+        read = _object_within(text, found.end(), stop)
+        if read is not None:
+            calls.append((found.group(1), read[0]))
             if len(calls) >= _MAX:
                 break
     return calls
