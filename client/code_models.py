@@ -91,6 +91,12 @@ class FunctionCallTestSpec(_Model):
     expected: Any = None
     abs_tol: float | None = Field(None, ge=0)
     rel_tol: float | None = Field(None, ge=0)
+    expected_wrapped: bool = Field(
+        False,
+        description="`expected` was taken out of the one-item list an APPS/TACO row wraps a "
+        "return value in (`[[3]]` for 3): under the `apps` comparison the value wrapped counts "
+        "too, as APPS's testing_util takes it. Set when the test is read from such a row.",
+    )
 
 
 _CHECK_DEFINED = re.compile(r"^def check\(", re.MULTILINE)
@@ -159,7 +165,9 @@ class CodeGrader(_Model):
         "with the grader's language first); `none`: the whole response is the program.",
     )
     comparison: CompareModeName = Field(
-        "trailing_whitespace", description="How stdout is compared with the expected output."
+        "trailing_whitespace",
+        description="How stdout is compared with the expected output (`apps`: as APPS's "
+        "testing_util compares a stdin test's output and a call's returned value).",
     )
     abs_tol: float = Field(1e-6, ge=0, description="Absolute tolerance of `float` comparison.")
     rel_tol: float = Field(1e-6, ge=0, description="Relative tolerance of `float` comparison.")
@@ -169,6 +177,15 @@ class CodeGrader(_Model):
         max_length=_SOURCE_MAX,
         description="Code put before the response's program, as it is (HumanEval's `prompt`: "
         "the signature and docstring a completion continues). Filled from a HumanEval row.",
+    )
+    imports: Literal["none", "apps"] | None = Field(
+        None,
+        description="`apps`: a Python program runs after the imports APPS's, LiveCodeBench's "
+        "and veRL's prime_code evaluators put before every solution (`from typing import *`, "
+        "`from collections import *`, `import sys`, `from math import *`...), so a solution "
+        "that writes `List[int]` or `sys.stdin` without importing them runs as it does there. "
+        "Unset: `apps` with the `apps` comparison, else `none` (the grader of a "
+        "LiveCodeBench row is given `apps`).",
     )
 
 

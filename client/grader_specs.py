@@ -18,6 +18,7 @@ from typing import Any
 from pydantic import BaseModel
 
 __all__ = [
+    "APPS_SOURCES",
     "code_prefix",
     "fill_grader",
     "fill_item",
@@ -121,10 +122,14 @@ def _io_text(value: Any) -> str:
     return "\n".join(str(v) for v in value) if isinstance(value, list) else str(value)
 
 
+_WRAPPED = {"expected_wrapped": True}
+
+
 def _call_test(fn_name: str, given: Any, expected: Any) -> dict[str, Any] | None:
     """One call-based test: LiveCodeBench's input is its arguments' JSON, one per line, and its
     output the return value's JSON; APPS/TACO give the arguments as a list and wrap the return
-    value in a one-item list. None when a LiveCodeBench input is not JSON."""
+    value in a one-item list (taken out: ``expected_wrapped``). None when a LiveCodeBench input
+    is not JSON."""
     if isinstance(given, str):
         try:
             args = [json.loads(line) for line in given.split("\n") if line.strip()]
@@ -138,7 +143,7 @@ def _call_test(fn_name: str, given: Any, expected: Any) -> dict[str, Any] | None
     else:
         args = given if isinstance(given, list) else [given]
         if isinstance(expected, list) and len(expected) == 1:
-            expected = expected[0]
+            return {"fn_name": fn_name, "args": args, "expected": expected[0], **_WRAPPED}
     return {"fn_name": fn_name, "args": args, "expected": expected}
 
 
@@ -208,23 +213,29 @@ def tests_from_value(value: Any) -> list[dict[str, Any]] | None:
     - HumanEval's ``{"test", "entry_point"}``, MBPP's ``{"test_list", "test_setup_code"?}`` or a
       list of assert statements: assert tests.
     """
+    return _read_tests(value)[0]
+
+
+def _read_tests(value: Any) -> tuple[list[dict[str, Any]] | None, bool]:
+    """``tests_from_value``'s tests, and whether they are LiveCodeBench's test cases."""
     value = _json_value(value)
     if value is _UNREADABLE:
-        return None
+        return None, False
     if isinstance(value, dict) and (asserts := _assert_tests(value)) is not None:
-        return asserts
+        return asserts, False
     if isinstance(value, list) and value and all(isinstance(t, str) for t in value):
-        return [{"test_code": t} for t in value]  # assert statements, one test each
+        return [{"test_code": t} for t in value], False  # assert statements, one test each
     if isinstance(value, list) and all(isinstance(t, dict) for t in value):
         if value and all("input" in t and "output" in t and "stdin" not in t for t in value):
-            return _livecodebench_tests(value)
-        return value
+            return _livecodebench_tests(value), True
+        return value, False
     if isinstance(value, dict) and isinstance(value.get("inputs"), list):
         outputs = value.get("outputs") or []
         if not isinstance(outputs, list) or len(outputs) != len(value["inputs"]):
-            return None
-        return pairs_as_tests(list(zip(value["inputs"], outputs, strict=True)), _fn_name(value))
-    return None
+            return None, False
+        pairs = list(zip(value["inputs"], outputs, strict=True))
+        return pairs_as_tests(pairs, _fn_name(value)), False
+    return None, False
 
 
 def code_prefix(value: Any) -> str | None:
@@ -409,7 +420,7 @@ def _packed_io(given: Any, found: list[dict[str, Any]]) -> bool:
     return whole and not any("test_code" in t for t in found)
 
 
-_APPS_SOURCES = frozenset({"codecontests", "apps", "codeforces", "taco"})
+APPS_SOURCES = frozenset({"codecontests", "apps", "codeforces", "taco"})
 """veRL's data sources whose default reward is ``prime_code`` (APPS's ``testing_util``)."""
 
 
@@ -443,7 +454,7 @@ def fill_item(grader: Mapping[str, Any], row: Mapping[str, Any]) -> dict[str, An
         if "compare" not in out and ("spider" in source or "bird" in source):
             out["compare"] = "spider" if "spider" in source else "set"  # veRL's rows
     elif kind == "code" and "comparison" not in out:
-        if str(row.get("data_source") or "") in _APPS_SOURCES:  # veRL's: prime_code's compare
+        if str(row.get("data_source") or "") in APPS_SOURCES:  # veRL's: prime_code's compare
             out["comparison"] = "apps"
     elif kind == "tool_call":
         if out.get("reference") is None and (calls := tool_calls_from_value(row.get("answers"))):
@@ -483,11 +494,13 @@ def fill_grader(
             out["reference"] = calls
     elif kind == "code" and out.get("tests") is None:
         given = tests if tests is not None else reference
-        found = tests_from_value(given)
+        found, livecodebench = _read_tests(given)
         if found is not None:
             out["tests"] = found
             if "comparison" not in out and _packed_io(given, found):
                 out["comparison"] = "apps"  # APPS/TACO's rows: as their testing_util compares
+            if livecodebench and "imports" not in out:
+                out["imports"] = "apps"  # LiveCodeBench's evaluator runs solutions so
             if out.get("prefix") is None and (prefix := code_prefix(given)) is not None:
                 out["prefix"] = prefix
     elif kind == "named":  # the server fills its registered grader from these

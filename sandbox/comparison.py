@@ -7,7 +7,7 @@ endings normalised, trailing spaces of each line and trailing blank lines ignore
 APPS, TACO and CodeContests rows that veRL's ``prime_code`` runs: the whole output or each line
 stripped, blank lines dropped, and a line-per-number output numerically, ``np.allclose``'s
 tolerances). ``values_match`` compares returned values of function-call tests (JSON-shaped:
-tuples equal lists, floats within tolerance).
+tuples equal lists, floats within tolerance; under ``apps`` as APPS compares them).
 """
 
 from __future__ import annotations
@@ -119,9 +119,31 @@ def outputs_match(actual: str, expected: str, comparison: Comparison | None = No
     return _tokens_match_float(actual, expected, cmp)
 
 
-def values_match(actual: object, expected: object, comparison: Comparison | None = None) -> bool:
-    """Deep equality of JSON-shaped values; floats within tolerance, tuples equal lists."""
+def _apps_values_match(actual: object, expected: object, wrapped: bool) -> bool:
+    """A call-based test as APPS's ``testing_util`` decides it: Python's ``==`` (no tolerance;
+    ``True == 1``) with the expected value as APPS's row holds it or, where that is a non-empty
+    list, its first item. ``wrapped``: ``expected`` was taken out of the one-item list APPS's
+    rows wrap a return value in, so the row's value is ``[expected]``."""
+    if wrapped:
+        return actual == expected or actual == [expected]
+    if actual == expected:
+        return True
+    return isinstance(expected, list) and bool(expected) and actual == expected[0]
+
+
+def values_match(
+    actual: object,
+    expected: object,
+    comparison: Comparison | None = None,
+    *,
+    wrapped: bool = False,
+) -> bool:
+    """Deep equality of JSON-shaped values; floats within tolerance, tuples equal lists. Under
+    ``apps``, as APPS's ``testing_util`` compares a returned value (``wrapped``: see
+    ``FunctionCallTestSpec.expected_wrapped``)."""
     cmp = comparison or Comparison(mode=CompareMode.FLOAT)
+    if cmp.mode is CompareMode.APPS:
+        return _apps_values_match(actual, expected, wrapped)
     if isinstance(actual, bool) or isinstance(expected, bool):
         return actual is expected or (actual == expected and type(actual) is type(expected))
     if isinstance(actual, int | float) and isinstance(expected, int | float):

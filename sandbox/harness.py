@@ -83,6 +83,7 @@ class FunctionCallTest:
     args: list[object] | dict[str, object]
     expected: object
     comparison: Comparison | None = None
+    expected_wrapped: bool = False  # the row held [expected] (APPS): see values_match
 
 
 @dataclass(frozen=True, slots=True)
@@ -220,7 +221,7 @@ def _run_call(
         return TestResult(
             index, TestOutcome.RUNTIME_ERROR, run, after, "the returned value could not be read"
         )
-    if values_match(value, test.expected, test.comparison):
+    if values_match(value, test.expected, test.comparison, wrapped=test.expected_wrapped):
         return TestResult(index, TestOutcome.PASSED, run, after.strip())
     return TestResult(index, TestOutcome.WRONG_ANSWER, run, after.strip(), "returned value differs")
 
@@ -249,6 +250,7 @@ def run_tests(
     stop_on_first_failure: bool = False,
     compile_limits: Limits | None = None,
     deadline_s: float | None = None,
+    preload: Sequence[str] = (),
 ) -> CodeResult:
     """Compile ``program`` once and run it against every test, each in a fresh sandbox.
 
@@ -256,7 +258,9 @@ def run_tests(
     ``language="python"``. With ``stop_on_first_failure`` the tests after a failure are
     ``skipped`` (and count as not passed). ``deadline_s`` bounds the whole call (compile and
     every test, measured from the call): a test that would start after it is ``skipped`` with
-    a message saying so.
+    a message saying so. ``preload``: standard modules a Python program imports on every run
+    (``python_imports.IMPORTED`` for a program given the evaluators' imports), imported once
+    by the batch before its runs fork (``ProgramSession``).
     """
     recipe = get_language(language) if isinstance(language, str) else language
     if recipe.name != "python" and any(not isinstance(t, StdioTest) for t in tests):
@@ -277,7 +281,7 @@ def run_tests(
         prepare(
             program, recipe, backend, extra_files=extra, compile_limits=compile_limits
         ) as prepared,
-        prepared.session() as session,
+        prepared.session(preload) as session,
     ):
         if not prepared.ready:
             assert prepared.compile_result is not None

@@ -20,8 +20,12 @@ ppo`` writes, where veRL's own scorer would raise ``NotImplementedError``).
 Where the settings come from, first found wins: keyword arguments (``referee_url``,
 ``grader``, ``api_key``, ``pass_threshold``), ``extra_info["grader"]`` (a grader object or its
 JSON, as ``referee train ppo`` writes it per row), the environment (``REFEREE_URL``,
-``REFEREE_GRADER``, ``REFEREE_API_KEY``), then ``{"type": "math"}`` at http://127.0.0.1:8000.
-The ground truth becomes the grader's reference (tests, for a code grader without tests).
+``REFEREE_GRADER``, ``REFEREE_API_KEY``), then, as veRL's own ``default_compute_score`` tells
+rows apart by ``data_source``, ``{"type": "code", "language": "python"}`` for its programming
+sources (codecontests, apps, codeforces, taco: graded as its ``prime_code`` grades them, the
+``apps`` comparison and imports) and ``{"type": "math"}`` for the rest, at
+http://127.0.0.1:8000. The ground truth becomes the grader's reference (tests, for a code
+grader without tests).
 
 Each call returns ``{"score", "valid", "acc", "referee_failed"}``: veRL takes ``score`` as the
 reward and puts every key in ``reward_extra_info``; every sample has the same keys, as veRL's
@@ -40,7 +44,13 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from referee.client.errors import RefereeError
-from referee.client.grader_specs import fill_grader, fill_item, parse_grader, plain
+from referee.client.grader_specs import (
+    APPS_SOURCES,
+    fill_grader,
+    fill_item,
+    parse_grader,
+    plain,
+)
 from referee.client.models import RewardItem, RewardResult
 from referee.trainer_adapter.client_cache import ClientCache
 
@@ -62,7 +72,7 @@ def _settings(kwargs: Mapping[str, Any]) -> tuple[str, str | None, float]:
     return str(url), (str(api_key) if api_key else None), float(kwargs.get("pass_threshold", 1.0))
 
 
-def _grader(extra_info: Any, kwargs: Mapping[str, Any]) -> dict[str, Any]:
+def _grader(data_source: Any, extra_info: Any, kwargs: Mapping[str, Any]) -> dict[str, Any]:
     extra = plain(extra_info) if extra_info is not None else {}
     for spec in (
         kwargs.get("grader"),
@@ -71,6 +81,8 @@ def _grader(extra_info: Any, kwargs: Mapping[str, Any]) -> dict[str, Any]:
     ):
         if spec:
             return parse_grader(spec)
+    if str(data_source or "") in APPS_SOURCES:  # veRL's programming sources: tests as ground truth
+        return {"type": "code", "language": "python"}
     return {"type": "math"}
 
 
@@ -86,7 +98,7 @@ def _item(
     group = None
     if isinstance(extra, dict) and extra.get("index") is not None:
         group = f"{data_source}:{extra['index']}"
-    grader = fill_grader(_grader(extra_info, kwargs), ground_truth)
+    grader = fill_grader(_grader(data_source, extra_info, kwargs), ground_truth)
     row = {**(extra if isinstance(extra, dict) else {}), "ground_truth": ground_truth}
     grader = fill_item(grader, {"data_source": data_source, **row})  # python/model graders
     prompt = extra.get("question", "") if isinstance(extra, dict) else ""

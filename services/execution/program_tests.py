@@ -24,6 +24,8 @@ from referee.sandbox import (
     extract_code,
     run_tests,
 )
+from referee.sandbox.languages import normalize_language
+from referee.sandbox.python_imports import IMPORTED, with_imports
 from referee.services.execution.program import ProgramLimits
 from referee.services.execution.wire import limits_dict, run_result_dict
 
@@ -47,8 +49,11 @@ def _tests(grader: dict[str, Any]) -> list[TestCase]:
         a = spec.get("abs_tol") if spec.get("abs_tol") is not None else abs_tol
         r = spec.get("rel_tol") if spec.get("rel_tol") is not None else rel_tol
         if "fn_name" in spec:
-            cmp = Comparison(mode=CompareMode.FLOAT, abs_tol=a, rel_tol=r)
-            tests.append(FunctionCallTest(spec["fn_name"], spec["args"], spec["expected"], cmp))
+            call_mode = CompareMode.APPS if mode is CompareMode.APPS else CompareMode.FLOAT
+            cmp = Comparison(mode=call_mode, abs_tol=a, rel_tol=r)
+            wrapped = bool(spec.get("expected_wrapped"))
+            test = FunctionCallTest(spec["fn_name"], spec["args"], spec["expected"], cmp, wrapped)
+            tests.append(test)
         elif "test_code" in spec:
             tests.append(AssertTest(spec["test_code"], spec.get("entry_point")))
         else:
@@ -56,6 +61,14 @@ def _tests(grader: dict[str, Any]) -> list[TestCase]:
             cmp = Comparison(mode=test_mode, abs_tol=a, rel_tol=r)
             tests.append(StdioTest(spec.get("stdin", ""), spec["stdout"], cmp))
     return tests
+
+
+def _imports(grader: dict[str, Any]) -> str:
+    """The grader's ``imports``; unset, ``apps`` with the ``apps`` comparison."""
+    given = grader.get("imports")
+    if given is not None:
+        return str(given)
+    return "apps" if grader.get("comparison") == "apps" else "none"
 
 
 def _test_detail(test: TestResult) -> dict[str, Any]:
@@ -91,6 +104,9 @@ def grade_code(
         where = "in the response" if grader.get("extract") == "none" else "no fenced code block"
         return no_score("no_code", f"no program found ({where})", language=language)
     program = prefix + program  # HumanEval's harness runs prompt + completion
+    preload: tuple[str, ...] = ()
+    if normalize_language(language) == "python" and _imports(grader) == "apps":  # as APPS runs it
+        program, preload = with_imports(program), IMPORTED
     try:
         result = run_tests(
             program,
@@ -101,6 +117,7 @@ def grade_code(
             stop_on_first_failure=grader.get("stop_at_first_failure", False),
             compile_limits=limits.compile,
             deadline_s=code_deadline_s(grader, limits),
+            preload=preload,
         )
     except LanguageUnavailable as exc:
         return no_score("language_unavailable", str(exc), language=language)

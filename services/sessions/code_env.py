@@ -103,6 +103,9 @@ class CodeEpisode(OneAnswerEpisode):
             "language": task.get("language", "python"),
             "reward": task.get("reward", "fraction"),
         }
+        for key in ("comparison", "imports"):  # as the grader's (NeMo Gym's rows: LiveCodeBench's)
+            if task.get(key) is not None:
+                base[key] = task[key]
         try:
             final = CodeGrader.model_validate({**base, "tests": visible + hidden})
             self.visible = (

@@ -18,6 +18,7 @@ from typing import Any as Server
 
 import numpy as np
 import pytest
+from prime_code_peer import prime_code
 from toolrl_peer import rlla
 
 from referee.trainer_adapter.verl_path import reward_module_path
@@ -245,3 +246,38 @@ def test_tool_definitions_in_extra_info(module: ModuleType, server: Server) -> N
         ]
         == 1.0
     )
+
+
+def test_programming_sources_score_as_prime_code(
+    module: ModuleType, server: Server, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With no grader set anywhere, veRL's programming data sources (codecontests, apps,
+    codeforces, taco: ``default_compute_score`` gives them to ``prime_code``) are code rows,
+    their ground truth the tests: the score is what veRL's own ``prime_code.compute_score``
+    (the pinned wheel's, as ``default_compute_score`` calls it) gives, with solutions that use
+    names only its imports give; another source is still a math row."""
+    monkeypatch.delenv("REFEREE_GRADER", raising=False)
+    score = bound(module.compute_score, referee_url=server.url)
+    stdin = json.dumps({"inputs": ["3\n1 2 3\n", "1\n5\n"], "outputs": ["6\n", "5\n"]})
+    call = json.dumps({"fn_name": "maxGap", "inputs": ["[1, 5, 2]", "[7]"], "outputs": ["4", "0"]})
+    method = "class Solution:\n    def maxGap(self, nums: List[int]) -> int:\n        return "
+    answers = [
+        (stdin, "input()\nprint(sum(map(int, sys.stdin.readline().split())))"),
+        (stdin, "input()\nprint(max(map(int, input().split())))"),
+        (stdin, "input()\nprint(sum(deque(map(int, input().split()))) + 0.0000001)"),
+        (call, method + "max(nums) - min(nums)\n"),
+        (call, method + "max(nums)\n"),  # wrong on both (a partial call row: 0 in prime_code)
+        (call, method + "float(max(nums) - min(nums))\n"),
+    ]
+    seen = set()
+    for source, (tests, program) in zip(
+        ["apps", "taco", "codecontests", "codeforces", "apps", "taco"], answers, strict=True
+    ):
+        solution = f"Let me solve it.\n```python\n{program}\n```"
+        theirs = float(prime_code().compute_score(solution, tests, continuous=True)[0])
+        ours = score(source, solution, tests, {"index": 0})
+        assert ours["valid"] and ours["score"] == pytest.approx(theirs), (source, program, ours)
+        seen.add(theirs)
+    assert seen == {0.0, 0.5, 1.0}
+    math = score("lighteval/MATH", "So \\boxed{\\frac{1}{2}}.", "\\frac12", {"index": 0})
+    assert math["score"] == 1.0

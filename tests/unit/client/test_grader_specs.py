@@ -95,8 +95,8 @@ def test_call_based_dataset_rows_become_call_tests() -> None:
     calls of the function (they were read as stdin/stdout tests); stdin rows stay stdin."""
     apps = {"inputs": [[1, 2], [[3], 4]], "outputs": [[3], [[7]]], "fn_name": "add"}
     assert grader_specs.tests_from_value(apps) == [
-        {"fn_name": "add", "args": [1, 2], "expected": 3},
-        {"fn_name": "add", "args": [[3], 4], "expected": [7]},
+        {"fn_name": "add", "args": [1, 2], "expected": 3, "expected_wrapped": True},
+        {"fn_name": "add", "args": [[3], 4], "expected": [7], "expected_wrapped": True},
     ]
     packed = {"inputs": ["1\n2", "[1, 2]\n[3]"], "outputs": ["3", "[1, 2, 3]"], "func_name": "f"}
     assert grader_specs.tests_from_value(packed) == [
@@ -121,6 +121,22 @@ def test_call_based_dataset_rows_become_call_tests() -> None:
         {"inputs": [[1]], "outputs": "1", "fn_name": "f"},
     ):
         assert grader_specs.tests_from_value(unreadable) is None, unreadable
+
+
+def test_apps_and_livecodebench_rows_get_the_evaluators_imports() -> None:
+    """APPS/TACO's packed rows get the ``apps`` comparison (and so its imports); LiveCodeBench's
+    test cases the imports alone (its evaluator compares otherwise); others neither."""
+    packed = fill_grader(
+        {"type": "code", "language": "python"}, None, '{"inputs": ["1"], "outputs": ["2"]}'
+    )
+    assert packed["comparison"] == "apps" and "imports" not in packed
+    cases = '[{"input": "5\\n", "output": "25\\n", "testtype": "stdin"}]'
+    lcb = fill_grader({"type": "code", "language": "python"}, None, cases)
+    assert lcb["imports"] == "apps" and "comparison" not in lcb
+    told = fill_grader({"type": "code", "language": "python", "imports": "none"}, None, cases)
+    assert told["imports"] == "none"
+    plain_tests = '[{"stdin": "1", "stdout": "1"}]'
+    assert "imports" not in fill_grader({"type": "code", "language": "python"}, None, plain_tests)
 
 
 def test_humaneval_and_mbpp_rows_become_assert_tests() -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from referee.sandbox import CompareMode, Comparison, outputs_match, values_match
+from referee.sandbox.python_imports import APPS_IMPORTS, with_imports
 
 EXACT = Comparison(CompareMode.EXACT)
 TRAILING = Comparison(CompareMode.TRAILING_WHITESPACE)
@@ -67,3 +68,43 @@ def test_default_is_trailing_whitespace_insensitive() -> None:
 )
 def test_values_match(actual: object, expected: object, match: bool) -> None:
     assert values_match(actual, expected) is match
+
+
+APPS = Comparison(mode=CompareMode.APPS)
+
+
+@pytest.mark.parametrize(
+    ("actual", "expected", "wrapped", "match"),
+    [
+        ([0, 1], [0, 1], False, True),
+        (0.30000000000000004, 0.3, False, False),  # APPS's ==: no tolerance
+        (True, 1, False, True),  # Python's ==
+        (2.0, 2, False, True),
+        (5, [5, 6], False, True),  # the expected list's first item counts
+        (6, [5, 6], False, False),
+        ([[5, 6]], [5, 6], False, False),
+        (3, 3, True, True),  # unwrapped from APPS's [3]: the value or [value]
+        ([3], 3, True, True),
+        ([1], [1, 2], True, False),  # the row held [[1, 2]]: not its items
+        ([[1, 2]], [1, 2], True, True),
+        (None, None, False, True),
+        ({"a": 1}, {"a": 1}, False, True),
+    ],
+)
+def test_values_match_as_apps(actual: object, expected: object, wrapped: bool, match: bool) -> None:
+    assert values_match(actual, expected, APPS, wrapped=wrapped) is match
+
+
+def test_with_imports_keeps_future_imports_first() -> None:
+    program = '"""doc"""\nfrom __future__ import annotations\nimport os\nprint(1)\n'
+    out = with_imports(program)
+    assert out.startswith("from __future__ import annotations\nfrom string import *\n")
+    assert out.endswith('"""doc"""\nimport os\nprint(1)\n') and out.count("__future__") == 1
+    compile(out, "main.py", "exec")
+    assert with_imports("print(1)") == APPS_IMPORTS + "print(1)"
+    limit = "sys.setrecursionlimit(6*10**5)\n"
+    assert APPS_IMPORTS.endswith(limit)
+    names: dict[str, object] = {}
+    exec(APPS_IMPORTS.removesuffix(limit), names)  # the block, here, but for the limit
+    assert names["pow"] is pow and names["open"] is open  # builtins after math's and io's
+    assert {"List", "Counter", "deque", "gcd", "heappush", "sys", "stdin"} <= names.keys()
