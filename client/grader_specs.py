@@ -19,7 +19,9 @@ from pydantic import BaseModel
 
 __all__ = [
     "APPS_SOURCES",
+    "OPEN_INSTRUCT_VERIFIERS",
     "code_prefix",
+    "dataset_grader",
     "fill_grader",
     "fill_item",
     "instructions_from_value",
@@ -529,3 +531,45 @@ def fill_grader(
             for n, g in out["graders"].items()
         }
     return out
+
+
+OPEN_INSTRUCT_VERIFIERS: dict[str, dict[str, Any]] = {
+    "gsm8k": {"type": "math"},
+    "math": {"type": "math"},
+    "strict_math": {"type": "math"},
+    "ifeval": {"type": "instruction_following"},
+    "ifeval_old": {"type": "instruction_following"},
+    "code": {"type": "code", "language": "python"},
+    "code_stdio": {"type": "code", "language": "python"},
+}
+"""open-instruct's verifier names (a row's ``dataset`` column: Tülu 3's and OLMo's RLVR data)
+that referee's graders cover, and the grader each becomes."""
+
+
+def dataset_grader(dataset: Any, ground_truth: Any) -> dict[str, Any] | None:
+    """The grader of an open-instruct row from its ``dataset`` column (a verifier's name, or a
+    list of names with a list of ground truths beside it, one each, whose rewards open-instruct
+    adds up), each with its ground truth filled in. None: the row names no verifier; a
+    ValueError names a verifier referee does not cover."""
+    listed = isinstance(dataset, list | tuple)
+    names = list(dataset) if listed else [dataset]
+    if not names or not all(isinstance(n, str) and n for n in names):
+        return None
+    truths = [ground_truth]
+    if listed:
+        truths = list(ground_truth) if isinstance(ground_truth, list | tuple) else [ground_truth]
+        if len(truths) != len(names):
+            raise ValueError(f"{len(names)} names in `dataset` but {len(truths)} ground truths")
+    graders = []
+    for name, truth in zip(names, truths, strict=True):
+        known = OPEN_INSTRUCT_VERIFIERS.get(name.lower())
+        if known is None:
+            raise ValueError(
+                f"dataset {name!r} names no verifier referee covers: pass grader=..., or use "
+                f"one of {', '.join(OPEN_INSTRUCT_VERIFIERS)}"
+            )
+        graders.append(fill_grader(known, truth))
+    if len(graders) == 1:
+        return graders[0]
+    parts = [{"weight": 1.0, "grader": g} for g in graders]
+    return {"type": "weighted", "graders": parts, "normalize": False}  # open-instruct's sum

@@ -15,7 +15,9 @@ reward functions concurrently). Plain completions are strings; conversational on
   whole); the G completions of one prompt share a ``group``, so group graders (majority vote,
   length penalty) and per-group statistics work.
 - The grader: ``grader=`` a grader object (dict or model) used for every row, a callable
-  ``row -> grader``, or None to read a ``grader`` column of the dataset (a dict or its JSON).
+  ``row -> grader``, or None to read a ``grader`` column of the dataset (a dict or its JSON)
+  or, with none, the verifier an open-instruct row's ``dataset`` column names (``gsm8k``,
+  ``math``, ``ifeval``...: ``grader_specs.OPEN_INSTRUCT_VERIFIERS``) for its ``ground_truth``.
   A grader that needs a reference and has none gets it from the row's first non-empty
   reference column (``reference``, ``answer``, ``solution``, ``ground_truth``, ``label`` by
   default); a code grader without tests gets the ``tests`` column.

@@ -17,7 +17,13 @@ from typing import Any, Literal, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from referee.client.errors import RefereeError
-from referee.client.grader_specs import fill_grader, fill_item, parse_grader, row_tests
+from referee.client.grader_specs import (
+    dataset_grader,
+    fill_grader,
+    fill_item,
+    parse_grader,
+    row_tests,
+)
 from referee.client.models import INVALID_OUTCOMES, RewardItem, RewardsResponse
 from referee.client.sdk import AsyncRefereeClient, RefereeClient
 
@@ -203,8 +209,15 @@ class RefereeReward:
         spec = self._grader
         if spec is None:
             spec = row.get("grader")
+            if spec is None and row.get("dataset") is not None and "ground_truth" in row:
+                found = dataset_grader(row["dataset"], row["ground_truth"])  # open-instruct's
+                if found is not None:
+                    return fill_item(found, row)
             if spec is None:
-                raise ValueError("no grader: pass grader=... or give the dataset a grader column")
+                raise ValueError(
+                    "no grader: pass grader=..., give the dataset a grader column, or a "
+                    "dataset column naming an open-instruct verifier (gsm8k, math, ifeval...)"
+                )
         elif callable(spec):
             spec = spec(row)
         reference = next(

@@ -527,6 +527,40 @@ def test_tulu_rlvr_ifeval_rows_through_trl(server: Server) -> None:
     assert out[:, 0].tolist() == expected
 
 
+def test_open_instruct_rows_choose_their_verifier_by_dataset(server: Server) -> None:
+    """open-instruct's mixed RLVR rows (allenai/RLVR-GSM-MATH-IF-Mixed-Constraints: the
+    verifier's name in ``dataset``, its label in ``ground_truth``; OLMo's later rows give both as
+    one-item lists) through TRL with no grader anywhere: each row is graded by the verifier its
+    ``dataset`` names, as open-instruct's ``apply_verifiable_reward`` picks it; the IFEval rows'
+    rewards are open-instruct's recorded verdicts; a name referee does not cover is a None
+    reward (TRL skips it), not a wrong one."""
+    lines = (Path(__file__).parents[2] / "data" / "tulu_ifeval_verdicts.jsonl").read_text()
+    verdicts = [json.loads(line) for line in lines.splitlines()[1:]]
+    followed = next(v for v in verdicts if v["followed"])
+    missed = next(v for v in verdicts if not v["followed"])
+    rows, completions, expected = [], [], []
+
+    def add(dataset: Any, truth: Any, answer: str, reward: float | None) -> None:
+        prompt = [{"role": "user", "content": f"Task {len(rows)}."}]
+        rows.append({"prompt": prompt, "dataset": dataset, "ground_truth": truth})
+        completions.append([{"role": "assistant", "content": answer}])
+        expected.append(reward)
+
+    add("gsm8k", "72", "She sold 48 + 24 = 72 clips.\n#### 72", 1.0)
+    add("gsm8k", "72", "She sold 48 + 12 = 60 clips.\n#### 60", 0.0)
+    add("MATH", "\\frac{1}{2}", "So the probability is $\\boxed{\\dfrac{1}{2}}$.", 1.0)
+    add(["math"], ["\\frac{1}{2}"], "The answer is $\\boxed{0.5}$.", 1.0)
+    add(["strict_math"], ["3"], "Final Answer: The final answer is $4$.", 0.0)
+    for row in (followed, missed):
+        truth = {k: v for k, v in row.items() if k not in ("response", "followed")}
+        add("ifeval", json.dumps(truth), row["response"], float(row["followed"]))
+    add("flan", "yes", "The answer is: yes", None)
+    with trl_call(reward_function(server.url)) as call:
+        out = call(rows, completions, 1)
+    got = [None if math.isnan(x) else x for x in out[:, 0].tolist()]
+    assert got == expected
+
+
 def test_open_instruct_ifevalg_rows_through_trl(server: Server) -> None:
     """open-instruct's newer IF rows (`ground_truth`: `str()` of a one-item list of instruction
     ids and kwargs, IFEval's and IFEvalG's mixed) as TRL hands them over: the rewards are the

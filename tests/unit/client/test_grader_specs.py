@@ -203,3 +203,27 @@ def test_a_rows_test_columns() -> None:
     assert grader_specs.row_tests(humaneval) == {"prompt": "p", "test": "t", "entry_point": "f"}
     assert grader_specs.row_tests({"test_list": ["assert f(1)"]}) == {"test_list": ["assert f(1)"]}
     assert grader_specs.row_tests({"question": "q", "answer": "4"}) is None
+
+
+def test_open_instruct_dataset_names_choose_the_grader() -> None:
+    """open-instruct's ``dataset`` column: a verifier's name (any case) or a list of names with
+    one ground truth each (a sum); a name referee does not cover is refused with the reason."""
+    assert grader_specs.dataset_grader("MATH", "\\frac12") == {
+        "type": "math",
+        "reference": "\\frac12",
+    }
+    assert grader_specs.dataset_grader(["gsm8k"], ["72"]) == {"type": "math", "reference": "72"}
+    both = grader_specs.dataset_grader(
+        ["math", "ifeval"], ["2", '{"func_name": "validate_lowercase"}']
+    )
+    assert both is not None and both["type"] == "weighted" and both["normalize"] is False
+    assert [p["grader"]["type"] for p in both["graders"]] == ["math", "instruction_following"]
+    asserts = ["assert f(1) == 2"]
+    code = grader_specs.dataset_grader("code", asserts)
+    assert code == {"type": "code", "language": "python", "tests": [{"test_code": asserts[0]}]}
+    assert grader_specs.dataset_grader(None, "1") is None
+    assert grader_specs.dataset_grader([], []) is None
+    with pytest.raises(ValueError, match="names no verifier referee covers"):
+        grader_specs.dataset_grader("flan", "yes")
+    with pytest.raises(ValueError, match="2 names in `dataset` but 1 ground truths"):
+        grader_specs.dataset_grader(["math", "gsm8k"], ["1"])
