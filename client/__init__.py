@@ -21,6 +21,7 @@ from referee.client.errors import (
 )
 from referee.client.job_models import JobProgress, JobRequest, JobState, JobStatus
 from referee.client.models import (
+    AnswerMatchGrader,
     CodeGrader,
     FormatGrader,
     GradersResponse,
@@ -58,6 +59,7 @@ from referee.client.session_models import (
 
 __all__ = [
     "APIError",
+    "AnswerMatchGrader",
     "AsyncRefereeClient",
     "CodeGrader",
     "Conflict",

@@ -1,19 +1,21 @@
 """Wire models of the graders that read a final answer or check a format: ``math`` (and the
 ``POST /v1/math/verify`` bodies, which take the same options), ``multiple_choice``,
-``string_check``, ``format`` and ``majority_vote`` (label-free: the group's majority answer, by
-math equivalence). Imports only pydantic.
+``string_check``, ``answer_match`` (short answers, SQuAD-normalised), ``format`` and
+``majority_vote`` (label-free: the group's majority answer, by math equivalence). Imports only
+pydantic.
 """
 
 from __future__ import annotations
 
 import re
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from referee.client.text_grader_models import OpenAITextGrader
 
 __all__ = [
+    "AnswerMatchGrader",
     "FormatGrader",
     "MajorityVoteGrader",
     "MathGrader",
@@ -94,6 +96,47 @@ class StringCheckGrader(OpenAITextGrader):
 
     type: Literal["string_check"] = "string_check"
     operation: Literal["eq", "ne", "like", "ilike"] = "eq"
+
+
+class AnswerMatchGrader(_Model):
+    """A short answer against reference answers, as question-answering rewards score it
+    (Search-R1's exact match, open-instruct's string matcher and string F1): both sides
+    normalised as SQuAD's evaluation does (lower case, no punctuation, no a/an/the, single
+    spaces); the best over the references."""
+
+    type: Literal["answer_match"] = "answer_match"
+    reference: str | Annotated[list[str], Field(min_length=1, max_length=1_000)] = Field(
+        ...,
+        examples=[["Paris", "City of Paris"]],
+        description="The accepted answers: a list, one text, or JSON text of a list or of "
+        '`{"target": [...]}` (Search-R1\'s ground truth).',
+    )
+    metric: Literal["em", "subem", "f1"] = Field(
+        "em",
+        description="`em`: the answer equals a reference; `subem`: a reference is inside the "
+        "answer; `f1`: SQuAD's token F1 (partial credit).",
+    )
+    extract: Literal["answer_tag", "after_thinking", "none"] = Field(
+        "answer_tag",
+        description="`answer_tag`: the last <answer>...</answer> block (none: no_answer, 0); "
+        "`after_thinking`: the text after </think>, its <answer> tags removed; `none`: the "
+        "whole response.",
+    )
+    max_answer_tags: int | None = Field(
+        None,
+        ge=0,
+        le=1_000_000,
+        description="More opening or closing <answer> tags than this: a quarter of the score "
+        "(Search-R1's guard against a flood of answers; veRL's searchR1 rows get 10).",
+    )
+
+    @field_validator("reference")
+    @classmethod
+    def _short_enough(cls, value: str | list[str]) -> str | list[str]:
+        texts = value if isinstance(value, list) else [value]
+        if sum(len(t) for t in texts) > 100_000:
+            raise ValueError("the reference answers are longer than 100,000 characters in all")
+        return value
 
 
 _FORMAT_PATTERNS = ("think_answer", "answer_tag", "boxed", "think")

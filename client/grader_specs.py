@@ -35,7 +35,7 @@ __all__ = [
 ]
 
 NEEDS_REFERENCE = frozenset(
-    {"math", "multiple_choice", "string_check", "prm_mc", "text_similarity", "sql"}
+    {"math", "multiple_choice", "string_check", "prm_mc", "text_similarity", "sql", "answer_match"}
 )
 MAX_GRADER_DEPTH = 60
 """Deepest nesting of lists and objects a grader may have (``weighted`` in ``weighted`` ...)."""
@@ -541,6 +541,8 @@ OPEN_INSTRUCT_VERIFIERS: dict[str, dict[str, Any]] = {
     "ifeval_old": {"type": "instruction_following"},
     "code": {"type": "code", "language": "python"},
     "code_stdio": {"type": "code", "language": "python"},
+    "string_matcher": {"type": "answer_match", "metric": "em"},
+    "string_f1": {"type": "answer_match", "metric": "f1", "extract": "after_thinking"},
 }
 """open-instruct's verifier names (a row's ``dataset`` column: Tülu 3's and OLMo's RLVR data)
 that referee's graders cover, and the grader each becomes."""

@@ -20,6 +20,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from referee.client.answer_grader_models import (
+    AnswerMatchGrader,
     FormatGrader,
     MajorityVoteGrader,
     MathGrader,
@@ -80,6 +81,7 @@ from referee.client.text_grader_models import (
 
 __all__ = [
     "INVALID_OUTCOMES",
+    "AnswerMatchGrader",
     "AssertTestSpec",
     "CodeGradeRequest",
     "CodeGradeResponse",
@@ -286,7 +288,8 @@ Grader = Annotated[
     | ScoreModelGrader
     | LabelModelGrader
     | MultiGrader
-    | JsonSchemaGrader,
+    | JsonSchemaGrader
+    | AnswerMatchGrader,
     Field(discriminator="type"),
 ]
 WeightedPart.model_rebuild()

@@ -23,7 +23,9 @@ JSON, as ``referee train ppo`` writes it per row), the environment (``REFEREE_UR
 ``REFEREE_GRADER``, ``REFEREE_API_KEY``), then, as veRL's own ``default_compute_score`` tells
 rows apart by ``data_source``, ``{"type": "code", "language": "python"}`` for its programming
 sources (codecontests, apps, codeforces, taco: graded as its ``prime_code`` grades them, the
-``apps`` comparison and imports) and ``{"type": "math"}`` for the rest, at
+``apps`` comparison and imports), Search-R1's exact match for its ``searchR1_*`` sources
+(``answer_match``: the last ``<answer>`` block, a quarter past 10 tags) and ``{"type": "math"}``
+for the rest, at
 http://127.0.0.1:8000. The ground truth becomes the grader's reference (tests, for a code
 grader without tests).
 
@@ -81,8 +83,11 @@ def _grader(data_source: Any, extra_info: Any, kwargs: Mapping[str, Any]) -> dic
     ):
         if spec:
             return parse_grader(spec)
-    if str(data_source or "") in APPS_SOURCES:  # veRL's programming sources: tests as ground truth
+    source = str(data_source or "")
+    if source in APPS_SOURCES:  # veRL's programming sources: tests as ground truth
         return {"type": "code", "language": "python"}
+    if source.startswith("searchR1_"):  # Search-R1's QA rows: {"target": [answers]}
+        return {"type": "answer_match", "metric": "em", "max_answer_tags": 10}
     return {"type": "math"}
 
 

@@ -17,6 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from referee.verifiers.answer_match import answer_match
 from referee.verifiers.format_check import check_format
 from referee.verifiers.math import MathConfig, verify
 from referee.verifiers.multiple_choice import verify_multiple_choice
@@ -101,6 +102,17 @@ def _multiple_choice(grader: dict[str, Any], response: str) -> Verdict:
 def _string_check(grader: dict[str, Any], response: str) -> Verdict:
     reference, operation = grader["reference"], grader.get("operation", "eq")
     result = string_check(after_thinking(response), reference, operation)
+    return result.score, _details(result.to_dict())
+
+
+def _answer_match(grader: dict[str, Any], response: str) -> Verdict:
+    result = answer_match(
+        response,
+        grader["reference"],
+        grader.get("metric", "em"),
+        extract=grader.get("extract", "answer_tag"),
+        max_answer_tags=grader.get("max_answer_tags"),
+    )
     return result.score, _details(result.to_dict())
 
 
@@ -264,6 +276,7 @@ KINDS: dict[str, PoolKind] = {
     "math": PoolKind(_math, math_checks=True),
     "multiple_choice": PoolKind(_multiple_choice),
     "string_check": PoolKind(_string_check),
+    "answer_match": PoolKind(_answer_match),
     "format": PoolKind(_format),
     "instruction_following": PoolKind(_instruction_following, imports=True),
     "text_similarity": PoolKind(_text_similarity, imports=True),

@@ -554,6 +554,8 @@ def test_open_instruct_rows_choose_their_verifier_by_dataset(server: Server) -> 
     for row in (followed, missed):
         truth = {k: v for k, v in row.items() if k not in ("response", "followed")}
         add("ifeval", json.dumps(truth), row["response"], float(row["followed"]))
+    add("string_matcher", "Paris", "<think>France.</think><answer>paris</answer>", 1.0)
+    add("string_f1", ["the city of Paris"], "<think>x</think><answer>Paris</answer>", 0.5)
     add("flan", "yes", "The answer is: yes", None)
     with trl_call(reward_function(server.url)) as call:
         out = call(rows, completions, 1)

@@ -7,6 +7,7 @@ ground_truths=, extra_infos=, **reward_kwargs)`` with numpy object arrays."""
 from __future__ import annotations
 
 import importlib.util
+import itertools
 import json
 import sqlite3
 import sys
@@ -19,6 +20,7 @@ from typing import Any as Server
 import numpy as np
 import pytest
 from prime_code_peer import prime_code
+from qa_peer import search_r1
 from toolrl_peer import rlla
 
 from referee.trainer_adapter.verl_path import reward_module_path
@@ -281,3 +283,30 @@ def test_programming_sources_score_as_prime_code(
     assert seen == {0.0, 0.5, 1.0}
     math = score("lighteval/MATH", "So \\boxed{\\frac{1}{2}}.", "\\frac12", {"index": 0})
     assert math["score"] == 1.0
+
+
+def test_search_r1_sources_score_as_verls_exact_match(
+    module: ModuleType, server: Server, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """veRL's Search-R1 rows (``data_source`` ``searchR1_nq``...: the ground truth
+    ``{"target": [answers]}``, a numpy array in a parquet row) with no grader set: the score is
+    veRL's own ``search_r1_like_qa_em.compute_score`` (the pinned wheel's, as
+    ``default_compute_score`` calls it), the tag flood's quarter too."""
+    monkeypatch.delenv("REFEREE_GRADER", raising=False)
+    score = bound(module.compute_score, referee_url=server.url)
+    truth = {"target": np.array(["Barack Obama", "Obama"], dtype=object)}
+    answers = [
+        "<think>Search.</think><search>president 2009</search><answer>barack obama</answer>",
+        "<answer>Obama.</answer>",
+        "<answer>Joe Biden</answer>",
+        "Barack Obama",
+        "<answer>Obama</answer>" * 12,
+        "<answer>The Obama</answer> <answer>Biden</answer>",
+    ]
+    seen = set()
+    for source, answer in zip(itertools.cycle(["searchR1_nq", "searchR1_hotpotqa"]), answers):
+        theirs = float(search_r1().compute_score(answer, truth))
+        ours = score(source, answer, truth, {"index": 0})
+        assert ours["valid"] and ours["score"] == theirs, (answer, ours, theirs)
+        seen.add(theirs)
+    assert seen == {0.0, 0.25, 1.0}
