@@ -1,5 +1,6 @@
-"""Items/s of the ``sql``, ``tool_call`` and ``python`` graders through ``/v1/rewards``, against
-the plain in-process way a team would score them, side by side in one run.
+"""Items/s of the ``sql``, ``tool_call``, ``python`` and ``answer_match`` graders through
+``/v1/rewards``, against the plain in-process way a team would score them, side by side in one
+run.
 
     .venv/bin/python -m bench.verifiers_exec            # full run
     .venv/bin/python -m bench.verifiers_exec --quick    # a tiny run (checks the script)
@@ -21,7 +22,10 @@ Peers, each called in this process with no guard at all:
   reference and their function documents as ``tools`` (checked as BFCL checks them), every
   other response with one argument's value changed;
 * ``python``: the grader's source ``exec``-ed once, ``grade(sample, item)`` called per item (no
-  sandbox: the user's code runs in the trainer's process).
+  sandbox: the user's code runs in the trainer's process);
+* ``answer_match``: veRL's Search-R1 reward (``search_r1_like_qa_em.compute_score``, the pinned
+  verl wheel's file, ``tests/qa_peer.py``) on the same responses, as veRL's default reward
+  calls it for its ``searchR1_*`` rows.
 
 referee: one server (uvicorn on a free loopback port, the default settings), batches of
 ``--batch`` items posted by 2 client threads, each batch's JSON body encoded before the clock
@@ -76,6 +80,13 @@ def grade(sample, item):
     return 1.0 if sample["output_text"].strip() == item["answer"] else 0.0
 """
 PY_RESPONSES = ["42", "41"]
+QA_TARGET = {"target": ["Barack Obama", "Obama"]}
+QA_RESPONSES = [
+    "<think>Who was president in 2009?</think>\n<search>president 2009</search>\n"
+    "<information>Barack Obama was inaugurated in January 2009.</information>\n"
+    "<answer>Barack Obama</answer>",
+    "<think>Who was president in 2009?</think>\n<answer>George W. Bush</answer>",
+]
 
 
 def sql_item(i: int) -> dict[str, Any]:
@@ -96,6 +107,11 @@ def tool_item(i: int) -> dict[str, Any]:
 def python_item(i: int) -> dict[str, Any]:
     grader = {"type": "python", "source": GRADE, "item": {"answer": "42"}}
     return {"id": str(i), "response": PY_RESPONSES[i % 2], "grader": grader}
+
+
+def answer_item(i: int) -> dict[str, Any]:
+    grader = {"type": "answer_match", "reference": QA_TARGET["target"], "max_answer_tags": 10}
+    return {"id": str(i), "response": QA_RESPONSES[i % 2], "grader": grader}
 
 
 # --- peers, in-process -------------------------------------------------------------------
@@ -133,6 +149,20 @@ def peer_python() -> Peer:
 
     def score(i: int) -> float:
         return float(grade({"output_text": PY_RESPONSES[i % 2]}, {"answer": "42"}))
+
+    return score
+
+
+def peer_answer() -> Peer:
+    """veRL's Search-R1 reward (``search_r1_like_qa_em.compute_score``, tests/qa_peer.py: the
+    pinned wheel's file) as ``default_compute_score`` calls it."""
+    tests = str(Path(__file__).resolve().parent.parent / "tests")
+    if tests not in sys.path:
+        sys.path.insert(0, tests)
+    compute_score = importlib.import_module("qa_peer").search_r1().compute_score
+
+    def score(i: int) -> float:
+        return float(compute_score(QA_RESPONSES[i % 2], QA_TARGET))
 
     return score
 
@@ -291,6 +321,7 @@ def main() -> None:
         ("tool_call", tool_item, peer_tool(), "json ==", n),
         ("tool_call (BFCL)", bfcl_item_maker(rows), bfcl_peer(rows), "BFCL ast_checker", n),
         ("python", python_item, peer_python(), "exec in-process", n_py),
+        ("answer_match", answer_item, peer_answer(), "veRL search_r1_like_qa_em", n),
     ]
     results = []
     with tempfile.TemporaryDirectory() as tmp:
@@ -311,7 +342,8 @@ def main() -> None:
             server.stop()
             shutil.rmtree(folder, ignore_errors=True)
     lines = [
-        "# sql, tool_call and python graders: /v1/rewards against the peer in-process",
+        "# sql, tool_call, python and answer_match graders: /v1/rewards against the peer "
+        "in-process",
         "",
         f"{CLIENTS} client threads, batches of {batch}; the peers run in one thread here. The "
         f"fastest of {ROUNDS} rounds each, referee's and the peer's taken in turns (the "

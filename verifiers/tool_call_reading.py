@@ -264,6 +264,12 @@ def parse_tool_calls(
         tagged = llama_function_calls(text, declarations)
         if tagged is not None:
             return [ToolCall(n, a) for n, a in tagged[:MAX_CALLS]], "llama3_function"
+    if declarations and "{" in text:  # DeepSeek's or Mistral's, tokens skipped: NAME{json}
+        from referee.verifiers.tool_call_tokens import stripped_glued_calls
+
+        glued = stripped_glued_calls(text, declarations)
+        if glued:
+            return [ToolCall(n, a) for n, a in glued[:MAX_CALLS]], "glued"
     for _language, body in fenced_blocks(text):
         found = _calls_from_json(_loads(body.strip()))
         if found:

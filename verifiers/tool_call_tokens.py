@@ -266,6 +266,46 @@ def stripped_kimi_calls(text: str) -> list[Call]:
     return calls
 
 
+_GLUED_FENCE = "\n```json\n"
+_GLUED_RETRIES = 8
+
+
+def stripped_glued_calls(text: str, decls: Mapping[str, Declaration] | None) -> list[Call]:
+    """DeepSeek's and Mistral's calls in a completion decoded with ``skip_special_tokens=True``:
+    their tokens are gone and each call is the tool's name glued to its JSON arguments,
+    ``get_weather{"city": "Paris"}`` (DeepSeek-V3.1, Mistral's ``[TOOL_CALLS]NAME[ARGS]``), or
+    DeepSeek-V3's type glued before the name and the arguments fenced,
+    ``functionget_weather\n```json\n{...}\n```````. Where a name starts cannot be told
+    without the tools, so only ``decls``' names are looked for (longest first), not inside
+    another word. Each call's arguments are decoded up to the next name (or, a few times, to
+    the end, where an argument's text holds a name itself); one pass."""
+    if not decls:
+        return []
+    names = sorted(decls, key=len, reverse=True)
+    pattern = re.compile(
+        r"(?:(?<=function)|(?<![\w.\-]))("
+        + "|".join(re.escape(n) for n in names)
+        + r")(?:\n```json\n)?(?=\{)"
+    )
+    found = list(itertools.islice(pattern.finditer(text), _MAX * 4))
+    calls: list[Call] = []
+    retries, done = 0, 0
+    for k, match in enumerate(found):
+        if match.start() < done:  # inside the arguments of a call already read
+            continue
+        stop = found[k + 1].start() if k + 1 < len(found) else len(text)
+        read = _object_within(text, match.end(), stop)
+        if read is None and stop < len(text) and retries < _GLUED_RETRIES:
+            retries += 1
+            read = _object_within(text, match.end(), len(text))
+        if read is not None:
+            calls.append((match.group(1), read[0]))
+            done = match.end() + read[1]
+            if len(calls) >= _MAX:
+                break
+    return calls
+
+
 def special_token_calls(
     text: str, decls: Mapping[str, Declaration] | None
 ) -> tuple[list[Call], str] | None:

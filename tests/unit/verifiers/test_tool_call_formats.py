@@ -453,3 +453,60 @@ def test_kimi_calls_decoded_without_special_tokens_read_the_same() -> None:
     assert total > 5000
     assert not wrong, f"{len(wrong)} of {total} differ: {wrong[:5]}"
     assert parse_tool_calls("see functions.get_weather:0 in the docs") == ([], None)
+
+
+GLUED_SPECIAL = (DS_SECTION, DS_SECTION_END, DS_BEGIN, DS_END, DS_SEP, "[TOOL_CALLS]", "[ARGS]")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("write", [deepseek_v3, deepseek_v31, mistral])
+def test_glued_calls_decoded_without_special_tokens_read_the_same(write: Any) -> None:
+    """DeepSeek-V3's, V3.1's and Mistral's completions decoded with ``skip_special_tokens=True``
+    keep each call's name glued to its JSON arguments (V3: its ``function`` type before the name
+    and the arguments fenced): read with the tools declared, they give the calls the whole text
+    gives (SGLang's, by the test above), parallel calls too, on BFCL's ground truths and their
+    mutants; without the tools there is no telling where a name starts, and nothing is read."""
+    total, wrong = 0, []
+    for category in CATEGORIES:
+        for row, ground_truth in entries(category):
+            decls = declarations_from_tools(openai_tools(row["function"]))
+            for calls in mutants(truth(ground_truth)):
+                text = "Let me check. " + write(calls)
+                whole, _ = parse_tool_calls(text, decls)
+                stripped = text
+                for token in GLUED_SPECIAL:
+                    stripped = stripped.replace(token, "")
+                got, fmt = parse_tool_calls(stripped, decls)
+                total += 1
+                pairs = [(c.name, c.arguments) for c in got]
+                if pairs != [(c.name, c.arguments) for c in whole] or pairs != calls:
+                    wrong.append((row["id"], stripped[:200], pairs, fmt))
+                elif fmt != "glued":
+                    wrong.append((row["id"], stripped[:200], pairs, fmt))
+    assert total > 5000
+    assert not wrong, f"{len(wrong)} of {total} differ: {wrong[:5]}"
+    stripped = "Let me check. " + write([("get_weather", {"city": "Paris"})])
+    for token in GLUED_SPECIAL:
+        stripped = stripped.replace(token, "")
+    assert parse_tool_calls(stripped)[0] == []  # no tools: no telling where a name starts
+
+
+def test_glued_names_are_whole_words_and_hostile_text_is_read_at_once() -> None:
+    tools = [
+        {"type": "function", "function": {"name": n, "parameters": {"type": "object"}}}
+        for n in ("get_weather", "weather", "search")
+    ]
+    decls = declarations_from_tools(tools)
+    read = parse_tool_calls('forget_weather{"a": 1} get_weather{"city": "Paris"}', decls)
+    assert [(c.name, c.arguments) for c in read[0]] == [("get_weather", {"city": "Paris"})]
+    inside = 'search{"q": "what does weather{\\"x\\": 1} mean"}weather{"day": 2}'
+    got = [(c.name, c.arguments) for c in parse_tool_calls(inside, decls)[0]]
+    assert got == [("search", {"q": 'what does weather{"x": 1} mean'}), ("weather", {"day": 2})]
+    for text in (
+        "search{" * 100_000,
+        "search" * 100_000 + "{",
+        'search{"q": "' + "weather{" * 50_000,
+        "functionsearch\n```json\n{" * 50_000,
+    ):
+        calls, _ = parse_tool_calls(text, decls)
+        assert len(calls) <= 64
