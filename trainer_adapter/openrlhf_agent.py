@@ -16,7 +16,8 @@ to the context), ``done`` and ``extra_logs``.
   the reference (or, when the label is a JSON object, the task's fields: ``reference``,
   ``tests``, ...). The observation OpenRLHF starts from is its own prompt, unchanged.
 * ``step``: tool calls in the generated text (Hermes/Qwen ``<tool_call>{"name", "arguments"}
-  </tool_call>``, what Qwen's chat template and vLLM's ``hermes`` parser use) run in the session
+  </tool_call>``, what Qwen's chat template and vLLM's ``hermes`` parser use, and the other
+  formats the ``tool_call`` grader reads: :func:`parse_tool_calls`) run in the session
   and their outputs come back as the feedback, wrapped in :attr:`AgentInstance.tool_feedback`
   (ChatML by default: override it for another template); text without tool calls is an answer (a
   session step: the procedural env may give feedback and another turn). When the episode ends
@@ -29,7 +30,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 from typing import Any
 
 from openrlhf.utils.agent import (  # type: ignore[import-not-found, unused-ignore]
@@ -39,34 +39,32 @@ from openrlhf.utils.agent import (  # type: ignore[import-not-found, unused-igno
 
 from referee.client.errors import RefereeError
 from referee.client.sdk import AsyncRefereeClient
+from referee.verifiers.tool_call_reading import parse_tool_calls as read_tool_calls
 
 __all__ = ["AgentExecutor", "AgentInstance", "parse_tool_calls"]
 
-_TOOL_CALL = re.compile(r"<tool_call>\s*(\{.*?\})\s*</tool_call>", re.DOTALL)
+_NOT_CALLS = frozenset({"json", "openai", "pythonic"})
+"""Readings of ``read_tool_calls`` an agent does not take as calls: an answer may hold JSON or
+code of its own."""
 
 
 def parse_tool_calls(text: str) -> list[dict[str, Any]]:
-    """Hermes-style tool calls in ``text``, as OpenAI tool calls (unreadable ones skipped)."""
-    calls = []
-    for n, match in enumerate(_TOOL_CALL.finditer(text)):
-        try:
-            call = json.loads(match.group(1))
-        except json.JSONDecodeError:
-            continue
-        if not isinstance(call, dict) or not isinstance(call.get("name"), str):
-            continue
-        arguments = call.get("arguments", {})
-        calls.append(
-            {
-                "id": f"call_{n}",
-                "type": "function",
-                "function": {
-                    "name": call["name"],
-                    "arguments": arguments if isinstance(arguments, (dict, str)) else {},
-                },
-            }
-        )
-    return calls
+    """The tool calls in ``text`` after its reasoning, as OpenAI tool calls, read as the
+    ``tool_call`` grader reads them (unreadable ones skipped; one pass): Hermes/Qwen's
+    ``<tool_call>`` JSON, Qwen3-Coder's and GLM's XML inside it, Llama 3.1's ``<function=...>``,
+    MiniMax's, DeepSeek's, Kimi's, Mistral's and gpt-oss's tokens; not a bare JSON object or
+    Python call, which an answer may hold."""
+    calls, fmt = read_tool_calls(text)
+    if fmt in _NOT_CALLS:
+        return []
+    return [
+        {
+            "id": f"call_{n}",
+            "type": "function",
+            "function": {"name": call.name, "arguments": call.arguments},
+        }
+        for n, call in enumerate(calls)
+    ]
 
 
 def _task(prompt: str, label: Any) -> dict[str, Any]:

@@ -2,8 +2,9 @@
 wheel, cached; see test_openrlhf_slime_peers.py for the stubs): ``_load_agent_executor`` loads
 the file as ``--train.agent_func_path`` does, and ``RolloutRayActor.generate_responses`` runs its
 ``MultiTurnAgentExecutor`` for two prompts at once. Only vLLM's engine is a stand-in: it returns
-the canned turns a policy would generate (tool calls in Hermes format, then an answer); the
-tool outputs come from each sample's own referee session."""
+the canned turns a policy would generate (tool calls in Hermes format for one sample and
+Qwen3-Coder's XML for the other, then an answer); the tool outputs come from each sample's own
+referee session."""
 
 from __future__ import annotations
 
@@ -21,6 +22,11 @@ from .test_openrlhf_slime_peers import generate, rollout_actor
 from .test_openrlhf_slime_peers import openrlhf as openrlhf  # the module fixture
 
 CALL = '<tool_call>\n{{"name": "python", "arguments": {{"code": "{code}"}}}}\n</tool_call>'
+# Qwen3-Coder's chat template: the call as XML inside <tool_call>
+CODER_CALL = (
+    "<tool_call>\n<function=python>\n<parameter=code>\n{code}\n</parameter>\n</function>\n"
+    "</tool_call>"
+)
 PROMPTS = {
     "<|im_start|>user\nWhat is 6 * 7?<|im_end|>\n<|im_start|>assistant\n": (
         "42",
@@ -28,7 +34,7 @@ PROMPTS = {
     ),
     "<|im_start|>user\nWhat is 2**10?<|im_end|>\n<|im_start|>assistant\n": (
         "1024",
-        [CALL.format(code="x = 2 ** 10"), CALL.format(code="x + 1"), "\\\\boxed{1025}"],
+        [CODER_CALL.format(code="x = 2 ** 10"), CODER_CALL.format(code="x + 1"), "\\\\boxed{1025}"],
     ),
 }
 
@@ -99,6 +105,23 @@ def test_parse_tool_calls_skips_unreadable_ones(openrlhf: SimpleNamespace) -> No
             "function": {"name": "python", "arguments": {"code": "1"}},
         }
     ]
+
+
+def test_parse_tool_calls_reads_other_formats_and_floods_at_once(openrlhf: SimpleNamespace) -> None:
+    from referee.trainer_adapter.openrlhf_agent import parse_tool_calls
+
+    kimi = (
+        "<|tool_calls_section_begin|><|tool_call_begin|>functions.python:0"
+        '<|tool_call_argument_begin|>{"code": "1 + 1"}<|tool_call_end|><|tool_calls_section_end|>'
+    )
+    for text in (CODER_CALL.format(code="1 + 1"), kimi, "<think>x</think>" + kimi):
+        [call] = parse_tool_calls(text)
+        assert call["function"] == {"name": "python", "arguments": {"code": "1 + 1"}}
+    # an answer that holds JSON or a Python call is an answer
+    assert parse_tool_calls('The result: {"name": "python", "arguments": {}}') == []
+    assert parse_tool_calls("Call python(code='1') to check.") == []
+    for flood in ("<tool_call>{" * 100_000, "<tool_call>\n<function=python>" * 50_000):
+        assert len(parse_tool_calls(flood)) <= 64
 
 
 def test_referee_unreachable_ends_the_sample_as_failed(
