@@ -171,6 +171,12 @@ def http_jobs(url: str) -> tuple[Job, Job]:
 
 
 # -- measuring -------------------------------------------------------------------------------
+def _start_threads(pool: ThreadPoolExecutor, n: int) -> None:
+    """Start the pool's ``n`` threads before a clock starts (each waits for the others)."""
+    barrier = threading.Barrier(n)
+    list(pool.map(lambda _: barrier.wait(), range(n)))
+
+
 def measure(job: Job, n: int) -> tuple[list[float], float]:
     """Run ``job`` ``n`` times on WORKERS threads: (latencies in ms, wall seconds)."""
     job()  # warm-up
@@ -186,10 +192,12 @@ def measure(job: Job, n: int) -> tuple[list[float], float]:
         with lock:
             latencies.append(took)
 
-    start = time.perf_counter()
     with ThreadPoolExecutor(WORKERS) as pool:
+        _start_threads(pool, WORKERS)
+        start = time.perf_counter()
         list(pool.map(one, range(n)))
-    return latencies, time.perf_counter() - start
+        wall = time.perf_counter() - start
+    return latencies, wall
 
 
 def pct(values: list[float], q: float) -> float:
@@ -255,12 +263,14 @@ def referee_program(backend: SandboxBackend, language: str, tests: list[tuple[st
 
 def score_all(job: Callable[[], bool], programs: int) -> float:
     """Wall seconds to run ``job`` once per program, ``PROGRAMS`` at a time."""
-    start = time.perf_counter()
     with ThreadPoolExecutor(PROGRAMS) as pool:
+        _start_threads(pool, PROGRAMS)
+        start = time.perf_counter()
         results = list(pool.map(lambda _: job(), range(programs)))
+        wall = time.perf_counter() - start
     if not all(results):
         raise RuntimeError("a benchmark program failed its tests")
-    return time.perf_counter() - start
+    return wall
 
 
 def many_tests_part(backend: BwrapBackend, out: Path, quick: bool) -> str:
