@@ -6,7 +6,8 @@ only the standard library, loaded by path alone (no package ``__init__``):
   a quarter past 10 tags) and ``compute_score_subem``, what veRL's ``default_compute_score``
   runs for its ``searchR1_*`` data sources;
 * lm-eval's copy of SQuAD v1.1's official token F1, ``lm_eval/tasks/qasper/metrics.py``
-  (``f1_abstractive``; the lm-eval wheel tests/ifeval_peer.py pins).
+  (``f1_abstractive``; the lm-eval wheel tests/ifeval_peer.py pins);
+* veRL's geometry3k format reward, ``verl/utils/reward_score/geo3k.py``'s ``format_reward``.
 """
 
 from __future__ import annotations
@@ -42,3 +43,28 @@ def search_r1() -> Any:
 def squad_f1() -> Any:
     """lm-eval's ``qasper/metrics.py``: ``f1_abstractive([prediction], [reference])``."""
     return _module(str(ifeval_peer.wheel_path()), "lm_eval/tasks/qasper/metrics.py")
+
+
+def geo3k_format_reward() -> Any:
+    """veRL's geometry3k format reward (``geo3k.format_reward``, the verl wheel's file). The
+    file imports mathruler's grader at its top for its accuracy half, which this function does
+    not call: the import is given an empty module, the function is veRL's own."""
+    import sys
+
+    wheel = pinned_file("verl", toolrl_peer.VERSION, toolrl_peer.WHEEL, toolrl_peer.WHEEL_SHA256)
+    member = "verl/utils/reward_score/geo3k.py"
+    if member not in _loaded:
+        grader = types.ModuleType("mathruler.grader")
+        grader.extract_boxed_content = grader.grade_answer = None  # type: ignore[attr-defined]
+        saved = {k: sys.modules.get(k) for k in ("mathruler", "mathruler.grader")}
+        sys.modules["mathruler"] = types.ModuleType("mathruler")
+        sys.modules["mathruler.grader"] = grader
+        try:
+            _module(str(wheel), member)
+        finally:
+            for key, value in saved.items():
+                if value is None:
+                    sys.modules.pop(key, None)
+                else:
+                    sys.modules[key] = value
+    return _loaded[member].format_reward

@@ -24,8 +24,9 @@ JSON, as ``referee train ppo`` writes it per row), the environment (``REFEREE_UR
 rows apart by ``data_source``, ``{"type": "code", "language": "python"}`` for its programming
 sources (codecontests, apps, codeforces, taco: graded as its ``prime_code`` grades them, the
 ``apps`` comparison and imports), Search-R1's exact match for its ``searchR1_*`` sources
-(``answer_match``: the last ``<answer>`` block, a quarter past 10 tags) and ``{"type": "math"}``
-for the rest, at
+(``answer_match``: the last ``<answer>`` block, a quarter past 10 tags), its geometry3k reward
+for ``hiyouga/geometry3k`` (0.9 the boxed answer, 0.1 the ``think_boxed`` format) and
+``{"type": "math"}`` for the rest, at
 http://127.0.0.1:8000. The ground truth becomes the grader's reference (tests, for a code
 grader without tests).
 
@@ -88,7 +89,18 @@ def _grader(data_source: Any, extra_info: Any, kwargs: Mapping[str, Any]) -> dic
         return {"type": "code", "language": "python"}
     if source.startswith("searchR1_"):  # Search-R1's QA rows: {"target": [answers]}
         return {"type": "answer_match", "metric": "em", "max_answer_tags": 10}
+    if source == "hiyouga/geometry3k":  # veRL's geo3k: 0.9 the boxed answer, 0.1 its format
+        return dict(_GEO3K)
     return {"type": "math"}
+
+
+_GEO3K = {
+    "type": "weighted",
+    "graders": [
+        {"weight": 0.9, "grader": {"type": "math", "extract": "boxed"}},
+        {"weight": 0.1, "grader": {"type": "format", "pattern": "think_boxed"}},
+    ],
+}
 
 
 def _item(

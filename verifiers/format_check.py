@@ -15,6 +15,9 @@ Named patterns (tags are matched exactly, lower case):
 - ``boxed``: some ``\boxed{...}`` with balanced, non-empty content.
 - ``think``: one ``<think>`` block first, with non-empty content, closed, followed by non-empty
   text.
+- ``think_boxed``: veRL's geometry3k format reward (``<think>.*</think>.*\\boxed\{.*\}.*``,
+  matched whole): the response starts with ``<think>``, and a ``</think>``, then a ``\boxed{``,
+  then a ``}`` follow it, anything around them.
 - ``regex:<pattern>``: ``re.fullmatch(pattern, response[:100_000], re.DOTALL)``. A pattern that
   does not compile raises :class:`ValueError` (the API turns it into a 422). Only the first
   100,000 characters are matched; a pattern that backtracks badly can still be slow on those, so
@@ -36,7 +39,7 @@ from referee.verifiers.text_scan import closing_brace
 
 __all__ = ["FORMAT_PATTERNS", "REGEX_MAX_CHARS", "REGEX_PREFIX", "check_format"]
 
-FORMAT_PATTERNS: Final = ("think_answer", "answer_tag", "boxed", "think")
+FORMAT_PATTERNS: Final = ("think_answer", "answer_tag", "boxed", "think", "think_boxed")
 REGEX_PREFIX: Final = "regex:"
 REGEX_MAX_CHARS: Final = 100_000
 
@@ -125,11 +128,25 @@ def _check_boxed(text: str) -> None:
     raise _Wrong(reason)
 
 
+def _check_think_boxed(text: str) -> None:
+    if not text.startswith("<think>"):
+        raise _Wrong("the response does not start with <think>")
+    think_end = text.find("</think>", len("<think>"))
+    if think_end < 0:
+        raise _Wrong("no </think> closing tag")
+    box = text.find("\\boxed{", think_end + len("</think>"))
+    if box < 0:
+        raise _Wrong("no \\boxed{ after </think>")
+    if text.find("}", box + len("\\boxed{")) < 0:
+        raise _Wrong("no } after \\boxed{")
+
+
 _NAMED = {
     "think_answer": _check_think_answer,
     "answer_tag": _check_answer_tag,
     "boxed": _check_boxed,
     "think": _check_think,
+    "think_boxed": _check_think_boxed,
 }
 
 

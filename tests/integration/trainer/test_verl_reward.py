@@ -20,7 +20,7 @@ from typing import Any as Server
 import numpy as np
 import pytest
 from prime_code_peer import prime_code
-from qa_peer import search_r1
+from qa_peer import geo3k_format_reward, search_r1
 from toolrl_peer import rlla
 
 from referee.trainer_adapter.verl_path import reward_module_path
@@ -310,3 +310,27 @@ def test_search_r1_sources_score_as_verls_exact_match(
         assert ours["valid"] and ours["score"] == theirs, (answer, ours, theirs)
         seen.add(theirs)
     assert seen == {0.0, 0.25, 1.0}
+
+
+def test_geometry3k_rows_score_as_verls_geo3k(
+    module: ModuleType, server: Server, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """veRL's geometry3k rows (``hiyouga/geometry3k``, its multimodal example) with no grader
+    set: 0.9 for the boxed answer and 0.1 for veRL's format (its own ``format_reward``, the
+    pinned wheel's), as its ``geo3k.compute_score`` weighs them."""
+    monkeypatch.delenv("REFEREE_GRADER", raising=False)
+    score = bound(module.compute_score, referee_url=server.url)
+    answers = {  # the response and whether its boxed answer is right
+        "<think>The angles sum to 180.</think> So x = \\boxed{30}": True,
+        "The angles sum to 180, so x = \\boxed{30}.": True,
+        "<think>Hm.</think> x = \\boxed{45}": False,
+        "<think>Hm.</think> x = 30": False,
+        " <think>Hm.</think> x = \\boxed{30}": True,
+    }
+    seen = set()
+    for answer, right in answers.items():
+        theirs = 0.9 * right + 0.1 * geo3k_format_reward()(answer)
+        ours = score("hiyouga/geometry3k", answer, "30", {"index": 0})
+        assert ours["valid"] and ours["score"] == pytest.approx(theirs), (answer, ours)
+        seen.add(round(theirs, 6))
+    assert seen == {1.0, 0.9, 0.1, 0.0}
