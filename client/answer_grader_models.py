@@ -129,6 +129,15 @@ class AnswerMatchGrader(_Model):
         description="More opening or closing <answer> tags than this: a quarter of the score "
         "(Search-R1's guard against a flood of answers; veRL's searchR1 rows get 10).",
     )
+    marker: str | None = Field(
+        None,
+        min_length=1,
+        max_length=200,
+        examples=["The answer is: "],
+        description="The answer is what follows the marker's last occurrence in the extracted "
+        "text (all of it when the marker is absent; open-instruct's flan rows: "
+        "`The answer is: `).",
+    )
 
     @field_validator("reference")
     @classmethod

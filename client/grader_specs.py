@@ -543,6 +543,7 @@ OPEN_INSTRUCT_VERIFIERS: dict[str, dict[str, Any]] = {
     "code_stdio": {"type": "code", "language": "python"},
     "string_matcher": {"type": "answer_match", "metric": "em"},
     "string_f1": {"type": "answer_match", "metric": "f1", "extract": "after_thinking"},
+    "flan": {"type": "answer_match", "extract": "none", "marker": "The answer is: "},
 }
 """open-instruct's verifier names (a row's ``dataset`` column: Tülu 3's and OLMo's RLVR data)
 that referee's graders cover, and the grader each becomes."""

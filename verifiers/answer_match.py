@@ -6,13 +6,15 @@
 
 The answer (``extract``): the last ``<answer>...</answer>`` block (``answer_tag``, Search-R1's
 and open-instruct's string matcher: none is ``no_answer``, score 0), the text after the
-reasoning with its ``<answer>`` tags removed (``after_thinking``, open-instruct's ``string_f1``)
-or the whole response (``none``). Both sides are normalised as SQuAD v1.1's evaluation does:
-lower case, ASCII punctuation removed, the articles a/an/the dropped, whitespace collapsed. The
-metric: ``em`` (equal to a reference), ``subem`` (a reference inside the answer) or ``f1`` (the
-token F1 of SQuAD, the best over the references). ``max_answer_tags``: more opening or closing
-``<answer>`` tags than this and the score is a quarter (Search-R1's guard against a flood of
-answers). Linear in the text but for F1's token counts.
+reasoning with its ``<answer>`` tags removed (``after_thinking``, open-instruct's
+``string_f1``) or the whole response (``none``); with a ``marker`` (open-instruct's flan rows:
+``The answer is: ``), what follows its last occurrence there. Both sides are normalised as
+SQuAD v1.1's evaluation does: lower case, ASCII punctuation removed, the articles a/an/the
+dropped, whitespace collapsed. The metric: ``em`` (equal to a reference), ``subem`` (a
+reference inside the answer) or ``f1`` (the token F1 of SQuAD, the best over the references).
+``max_answer_tags``: more opening or closing ``<answer>`` tags than this and the score is a
+quarter (Search-R1's guard against a flood of answers). Linear in the text but for F1's token
+counts.
 """
 
 from __future__ import annotations
@@ -120,12 +122,15 @@ def answer_match(
     *,
     extract: Extract = "answer_tag",
     max_answer_tags: int | None = None,
+    marker: str | None = None,
 ) -> AnswerMatchResult:
     """Score the response's answer against the reference answers (see the module)."""
     references = references_from(reference)
     if not references:
         return AnswerMatchResult(0.0, "bad_reference", metric, reason="no reference answer")
     answer = _extract(response, extract)
+    if answer is not None and marker:
+        answer = answer.rpartition(marker)[2].strip()  # after its last one; all of it without
     if answer is None:
         missing = "no <answer>...</answer> block in the response"
         return AnswerMatchResult(0.0, "no_answer", metric, reason=missing)

@@ -112,6 +112,7 @@ def _answer_match(grader: dict[str, Any], response: str) -> Verdict:
         grader.get("metric", "em"),
         extract=grader.get("extract", "answer_tag"),
         max_answer_tags=grader.get("max_answer_tags"),
+        marker=grader.get("marker"),
     )
     return result.score, _details(result.to_dict())
 

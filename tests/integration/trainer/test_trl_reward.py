@@ -556,7 +556,8 @@ def test_open_instruct_rows_choose_their_verifier_by_dataset(server: Server) -> 
         add("ifeval", json.dumps(truth), row["response"], float(row["followed"]))
     add("string_matcher", "Paris", "<think>France.</think><answer>paris</answer>", 1.0)
     add("string_f1", ["the city of Paris"], "<think>x</think><answer>Paris</answer>", 0.5)
-    add("flan", "yes", "The answer is: yes", None)
+    add("flan", "yes", "Let me see. The answer is: Yes.", 1.0)
+    add("max_length", "100", "Short.", None)
     with trl_call(reward_function(server.url)) as call:
         out = call(rows, completions, 1)
     got = [None if math.isnan(x) else x for x in out[:, 0].tolist()]

@@ -224,6 +224,6 @@ def test_open_instruct_dataset_names_choose_the_grader() -> None:
     assert grader_specs.dataset_grader(None, "1") is None
     assert grader_specs.dataset_grader([], []) is None
     with pytest.raises(ValueError, match="names no verifier referee covers"):
-        grader_specs.dataset_grader("flan", "yes")
+        grader_specs.dataset_grader("max_length", "100")
     with pytest.raises(ValueError, match="2 names in `dataset` but 1 ground truths"):
         grader_specs.dataset_grader(["math", "gsm8k"], ["1"])

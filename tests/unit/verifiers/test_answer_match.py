@@ -131,6 +131,10 @@ def test_outcomes_and_details() -> None:
         "<think>Lyon</think><answer>Paris</answer>", ["Paris"], extract="after_thinking"
     )
     assert after.score == 1.0
+    flan = {"extract": "none", "marker": "The answer is: "}
+    assert answer_match("So... The answer is: Yes.", "yes", **flan).score == 1.0  # type: ignore[arg-type]
+    assert answer_match("Yes", "yes", **flan).score == 1.0  # type: ignore[arg-type]
+    assert answer_match("The answer is: no. The answer is: yes", "yes", **flan).score == 1.0  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize(
