@@ -427,29 +427,43 @@ KIMI_SPECIAL = (
 )
 
 
+def without(text: str, tokens: tuple[str, ...]) -> str:
+    """``text`` with ``tokens`` taken out, as ``skip_special_tokens=True`` decodes it."""
+    for token in tokens:
+        text = text.replace(token, "")
+    return text
+
+
+def stripped_reading_differences(
+    write: Any, tokens: tuple[str, ...], fmt: str
+) -> tuple[int, list[Any]]:
+    """Each BFCL ground truth and mutant written by ``write`` after some prose, read whole and
+    read with ``tokens`` taken out: (how many, those whose stripped reading is not the calls,
+    the whole text's calls, in format ``fmt``)."""
+    total, wrong = 0, []
+    for category in CATEGORIES:
+        for row, ground_truth in entries(category):
+            decls = declarations_from_tools(openai_tools(row["function"]))
+            for calls in mutants(truth(ground_truth)):
+                text = "Let me look it up. " + write(calls)
+                whole, _ = parse_tool_calls(text, decls)
+                stripped = without(text, tokens)
+                got, found = parse_tool_calls(stripped, decls)
+                total += 1
+                pairs = [(c.name, c.arguments) for c in got]
+                same = pairs == [(c.name, c.arguments) for c in whole] == calls
+                if not same or found != fmt:
+                    wrong.append((row["id"], stripped[:200], pairs, found))
+    return total, wrong
+
+
 @pytest.mark.slow
 def test_kimi_calls_decoded_without_special_tokens_read_the_same() -> None:
     """A Kimi-K2 completion decoded with ``skip_special_tokens=True`` keeps each call's
     ``functions.NAME:INDEX`` id and its JSON arguments: read, it gives the calls the whole text
     gives (SGLang's, by the test above), parallel calls too, on BFCL's ground truths and their
     mutants."""
-    total, wrong = 0, []
-    for category in CATEGORIES:
-        for row, ground_truth in entries(category):
-            decls = declarations_from_tools(openai_tools(row["function"]))
-            for calls in mutants(truth(ground_truth)):
-                text = "I will look it up. " + kimi_k2(calls)
-                whole, _ = parse_tool_calls(text, decls)
-                stripped = text
-                for token in KIMI_SPECIAL:
-                    stripped = stripped.replace(token, "")
-                got, fmt = parse_tool_calls(stripped, decls)
-                total += 1
-                pairs = [(c.name, c.arguments) for c in got]
-                if pairs != [(c.name, c.arguments) for c in whole] or pairs != calls:
-                    wrong.append((row["id"], stripped[:200], pairs, fmt))
-                elif fmt != "kimi_k2":
-                    wrong.append((row["id"], stripped[:200], pairs, fmt))
+    total, wrong = stripped_reading_differences(kimi_k2, KIMI_SPECIAL, "kimi_k2")
     assert total > 5000
     assert not wrong, f"{len(wrong)} of {total} differ: {wrong[:5]}"
     assert parse_tool_calls("see functions.get_weather:0 in the docs") == ([], None)
@@ -466,28 +480,12 @@ def test_glued_calls_decoded_without_special_tokens_read_the_same(write: Any) ->
     and the arguments fenced): read with the tools declared, they give the calls the whole text
     gives (SGLang's, by the test above), parallel calls too, on BFCL's ground truths and their
     mutants; without the tools there is no telling where a name starts, and nothing is read."""
-    total, wrong = 0, []
-    for category in CATEGORIES:
-        for row, ground_truth in entries(category):
-            decls = declarations_from_tools(openai_tools(row["function"]))
-            for calls in mutants(truth(ground_truth)):
-                text = "Let me check. " + write(calls)
-                whole, _ = parse_tool_calls(text, decls)
-                stripped = text
-                for token in GLUED_SPECIAL:
-                    stripped = stripped.replace(token, "")
-                got, fmt = parse_tool_calls(stripped, decls)
-                total += 1
-                pairs = [(c.name, c.arguments) for c in got]
-                if pairs != [(c.name, c.arguments) for c in whole] or pairs != calls:
-                    wrong.append((row["id"], stripped[:200], pairs, fmt))
-                elif fmt != "glued":
-                    wrong.append((row["id"], stripped[:200], pairs, fmt))
+    total, wrong = stripped_reading_differences(write, GLUED_SPECIAL, "glued")
     assert total > 5000
     assert not wrong, f"{len(wrong)} of {total} differ: {wrong[:5]}"
-    stripped = "Let me check. " + write([("get_weather", {"city": "Paris"})])
-    for token in GLUED_SPECIAL:
-        stripped = stripped.replace(token, "")
+    stripped = without(
+        "Let me check. " + write([("get_weather", {"city": "Paris"})]), GLUED_SPECIAL
+    )
     assert parse_tool_calls(stripped)[0] == []  # no tools: no telling where a name starts
 
 
