@@ -273,6 +273,10 @@ def test_a_code_gen_row_s_unit_tests_are_the_hidden_tests(url: str) -> None:
         assert r.status_code == 200 and r.json()["reward"] == 0.5, r.text  # passes 1 of 2
         assert r.json()["verifier_metadata"]["difficulty"] == "easy"
     assert _verify(url, "code", CODE_GEN_ROW, right).json()["reward"] == 1.0
+    # LiveCodeBench's evaluator (NeMo Gym's code_gen) runs a solution after its imports
+    bare = "```python\na, b = map(int, sys.stdin.readline().split())\n"
+    bare += "print(gcd(a, b) * 0 + a + b)\n```"
+    assert _verify(url, "code", CODE_GEN_ROW, bare).json()["reward"] == 1.0
 
 
 def test_packed_and_call_unit_tests_and_a_zlib_bomb(url: str) -> None:
@@ -281,7 +285,10 @@ def test_packed_and_call_unit_tests_and_a_zlib_bomb(url: str) -> None:
         "responses_create_params": {"input": "Write add(a, b)."},
         "verifier_metadata": {"unit_tests": {"packed": _packed(tests), "fn_name": "add"}},
     }
-    right = "```python\nclass Solution:\n    def add(self, a, b):\n        return a + b\n```"
+    right = (
+        "```python\nclass Solution:\n    def add(self, a: List[int], b: List[int]) -> List[int]:\n"
+    )
+    right += "        return a + b\n```"
     r = _verify(url, "code", row, right)
     assert r.status_code == 200 and r.json()["reward"] == 1.0, r.text
     assert (
