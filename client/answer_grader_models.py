@@ -148,19 +148,20 @@ class AnswerMatchGrader(_Model):
         return value
 
 
-_FORMAT_PATTERNS = ("think_answer", "answer_tag", "boxed", "think", "think_boxed")
+_FORMAT_PATTERNS = ("think_answer", "answer_tag", "boxed", "think", "think_closed", "think_boxed")
 
 
 class FormatGrader(_Model):
-    """Does the response follow a format: think_answer, answer_tag, boxed, think, think_boxed
-    (veRL's geometry3k format), or regex:..."""
+    """Does the response follow a format: think_answer, answer_tag, boxed, think, think_closed
+    (TRL's think_format_reward), think_boxed (veRL's geometry3k format), or regex:..."""
 
     type: Literal["format"] = "format"
     pattern: str = Field(
         "think_answer",
         max_length=2_000,
         examples=["think_answer", "regex:<think>.*</think>\\s*<answer>.+</answer>"],
-        description="A named pattern (think_answer, answer_tag, boxed, think, think_boxed) or "
+        description="A named pattern (think_answer, answer_tag, boxed, think, think_closed, "
+        "think_boxed) or "
         "`regex:` and a "
         "Python regular expression the whole response must match.",
     )

@@ -15,6 +15,9 @@ Named patterns (tags are matched exactly, lower case):
 - ``boxed``: some ``\boxed{...}`` with balanced, non-empty content.
 - ``think``: one ``<think>`` block first, with non-empty content, closed, followed by non-empty
   text.
+- ``think_closed``: TRL's ``think_format_reward`` (``^<think>(?!.*<think>)(.*?)</think>.*$``):
+  the response starts with ``<think>``, opens no other, and closes it; the block and what
+  follows may be empty.
 - ``think_boxed``: veRL's geometry3k format reward (``<think>.*</think>.*\\boxed\{.*\}.*``,
   matched whole): the response starts with ``<think>``, and a ``</think>``, then a ``\boxed{``,
   then a ``}`` follow it, anything around them.
@@ -39,7 +42,14 @@ from referee.verifiers.text_scan import closing_brace
 
 __all__ = ["FORMAT_PATTERNS", "REGEX_MAX_CHARS", "REGEX_PREFIX", "check_format"]
 
-FORMAT_PATTERNS: Final = ("think_answer", "answer_tag", "boxed", "think", "think_boxed")
+FORMAT_PATTERNS: Final = (
+    "think_answer",
+    "answer_tag",
+    "boxed",
+    "think",
+    "think_closed",
+    "think_boxed",
+)
 REGEX_PREFIX: Final = "regex:"
 REGEX_MAX_CHARS: Final = 100_000
 
@@ -128,6 +138,15 @@ def _check_boxed(text: str) -> None:
     raise _Wrong(reason)
 
 
+def _check_think_closed(text: str) -> None:
+    if not text.startswith("<think>"):
+        raise _Wrong("the response does not start with <think>")
+    if text.find("<think>", 1) >= 0:
+        raise _Wrong("a second <think>")
+    if text.find("</think>", len("<think>")) < 0:
+        raise _Wrong("no </think> closing tag")
+
+
 def _check_think_boxed(text: str) -> None:
     if not text.startswith("<think>"):
         raise _Wrong("the response does not start with <think>")
@@ -146,6 +165,7 @@ _NAMED = {
     "answer_tag": _check_answer_tag,
     "boxed": _check_boxed,
     "think": _check_think,
+    "think_closed": _check_think_closed,
     "think_boxed": _check_think_boxed,
 }
 
