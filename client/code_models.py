@@ -48,7 +48,7 @@ class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
-CompareModeName = Literal["exact", "trailing_whitespace", "tokens", "float", "apps"]
+CompareModeName = Literal["exact", "trailing_whitespace", "tokens", "float", "apps", "lcb"]
 RunStatusName = Literal[
     "ok",
     "runtime_error",
@@ -167,7 +167,8 @@ class CodeGrader(_Model):
     comparison: CompareModeName = Field(
         "trailing_whitespace",
         description="How stdout is compared with the expected output (`apps`: as APPS's "
-        "testing_util compares a stdin test's output and a call's returned value).",
+        "testing_util compares a stdin test's output and a call's returned value; `lcb`: as "
+        "LiveCodeBench's evaluator compares them).",
     )
     abs_tol: float = Field(1e-6, ge=0, description="Absolute tolerance of `float` comparison.")
     rel_tol: float = Field(1e-6, ge=0, description="Relative tolerance of `float` comparison.")
@@ -184,8 +185,7 @@ class CodeGrader(_Model):
         "and veRL's prime_code evaluators put before every solution (`from typing import *`, "
         "`from collections import *`, `import sys`, `from math import *`...), so a solution "
         "that writes `List[int]` or `sys.stdin` without importing them runs as it does there. "
-        "Unset: `apps` with the `apps` comparison, else `none` (the grader of a "
-        "LiveCodeBench row is given `apps`).",
+        "Unset: `apps` with the `apps` or `lcb` comparison, else `none`.",
     )
 
 

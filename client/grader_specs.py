@@ -501,8 +501,8 @@ def fill_grader(
             out["tests"] = found
             if "comparison" not in out and _packed_io(given, found):
                 out["comparison"] = "apps"  # APPS/TACO's rows: as their testing_util compares
-            if livecodebench and "imports" not in out:
-                out["imports"] = "apps"  # LiveCodeBench's evaluator runs solutions so
+            if livecodebench and "comparison" not in out:
+                out["comparison"] = "lcb"  # as LiveCodeBench's evaluator runs and compares
             if out.get("prefix") is None and (prefix := code_prefix(given)) is not None:
                 out["prefix"] = prefix
     elif kind == "named":  # the server fills its registered grader from these

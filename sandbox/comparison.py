@@ -3,17 +3,21 @@
 Modes: ``exact`` (byte-for-byte after decoding), ``trailing_whitespace`` (the default: line
 endings normalised, trailing spaces of each line and trailing blank lines ignored), ``tokens``
 (any whitespace between tokens), ``float`` (tokens, numbers equal within ``abs_tol`` or
-``rel_tol``) and ``apps`` (as APPS's ``testing_util`` compares a stdin test, the evaluator of
+``rel_tol``), ``apps`` (as APPS's ``testing_util`` compares a stdin test, the evaluator of
 APPS, TACO and CodeContests rows that veRL's ``prime_code`` runs: the whole output or each line
 stripped, blank lines dropped, and a line-per-number output numerically, ``np.allclose``'s
-tolerances). ``values_match`` compares returned values of function-call tests (JSON-shaped:
-tuples equal lists, floats within tolerance; under ``apps`` as APPS compares them).
+tolerances) and ``lcb`` (as LiveCodeBench's ``grade_stdio`` compares: the texts stripped, as
+many lines, each line equal stripped or its tokens equal as ``Decimal`` numbers).
+``values_match`` compares returned values of function-call tests (JSON-shaped: tuples equal
+lists, floats within tolerance; under ``apps`` as APPS compares them, under ``lcb`` by
+Python's ``==``, as LiveCodeBench does).
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from decimal import Decimal, InvalidOperation
 from enum import StrEnum
 
 __all__ = ["CompareMode", "Comparison", "outputs_match", "values_match"]
@@ -25,6 +29,7 @@ class CompareMode(StrEnum):
     TOKENS = "tokens"
     FLOAT = "float"
     APPS = "apps"
+    LCB = "lcb"
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,6 +110,33 @@ def _apps_match(actual: str, expected: str) -> bool:
     return kept == wanted or _apps_close(kept, wanted)
 
 
+def _lcb_lines(text: str) -> list[str]:
+    return [line.strip() for line in text.strip().split("\n")]
+
+
+def _decimals(line: str) -> list[Decimal] | None:
+    try:
+        return [Decimal(token) for token in line.split()]
+    except (InvalidOperation, ValueError):
+        return None
+
+
+def _lcb_match(actual: str, expected: str) -> bool:
+    """A stdin test's verdict as LiveCodeBench's ``grade_stdio`` gives it: the texts stripped,
+    as many lines, each line equal stripped or, token by token, equal as ``Decimal`` numbers
+    (``2.50`` is ``2.5``; no tolerance)."""
+    got, want = _lcb_lines(actual), _lcb_lines(expected)
+    if len(got) != len(want):
+        return False
+    for g, w in zip(got, want, strict=True):
+        if g == w:
+            continue
+        gd, wd = _decimals(g), _decimals(w)
+        if gd is None or wd is None or gd != wd:
+            return False
+    return True
+
+
 def outputs_match(actual: str, expected: str, comparison: Comparison | None = None) -> bool:
     """Whether ``actual`` stdout matches ``expected`` under ``comparison``."""
     cmp = comparison or Comparison()
@@ -116,6 +148,8 @@ def outputs_match(actual: str, expected: str, comparison: Comparison | None = No
         return actual.split() == expected.split()
     if cmp.mode is CompareMode.APPS:
         return _apps_match(actual, expected)
+    if cmp.mode is CompareMode.LCB:
+        return _lcb_match(actual, expected)
     return _tokens_match_float(actual, expected, cmp)
 
 
@@ -144,6 +178,8 @@ def values_match(
     cmp = comparison or Comparison(mode=CompareMode.FLOAT)
     if cmp.mode is CompareMode.APPS:
         return _apps_values_match(actual, expected, wrapped)
+    if cmp.mode is CompareMode.LCB:  # LiveCodeBench's grade_call_based: Python's ==
+        return actual == expected
     if isinstance(actual, bool) or isinstance(expected, bool):
         return actual is expected or (actual == expected and type(actual) is type(expected))
     if isinstance(actual, int | float) and isinstance(expected, int | float):

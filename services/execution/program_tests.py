@@ -49,7 +49,8 @@ def _tests(grader: dict[str, Any]) -> list[TestCase]:
         a = spec.get("abs_tol") if spec.get("abs_tol") is not None else abs_tol
         r = spec.get("rel_tol") if spec.get("rel_tol") is not None else rel_tol
         if "fn_name" in spec:
-            call_mode = CompareMode.APPS if mode is CompareMode.APPS else CompareMode.FLOAT
+            exact = mode in (CompareMode.APPS, CompareMode.LCB)  # as those evaluators compare
+            call_mode = mode if exact else CompareMode.FLOAT
             cmp = Comparison(mode=call_mode, abs_tol=a, rel_tol=r)
             wrapped = bool(spec.get("expected_wrapped"))
             test = FunctionCallTest(spec["fn_name"], spec["args"], spec["expected"], cmp, wrapped)
@@ -64,11 +65,11 @@ def _tests(grader: dict[str, Any]) -> list[TestCase]:
 
 
 def _imports(grader: dict[str, Any]) -> str:
-    """The grader's ``imports``; unset, ``apps`` with the ``apps`` comparison."""
+    """The grader's ``imports``; unset, ``apps`` with the ``apps`` or ``lcb`` comparison."""
     given = grader.get("imports")
     if given is not None:
         return str(given)
-    return "apps" if grader.get("comparison") == "apps" else "none"
+    return "apps" if grader.get("comparison") in ("apps", "lcb") else "none"
 
 
 def _test_detail(test: TestResult) -> dict[str, Any]:

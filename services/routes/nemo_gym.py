@@ -115,7 +115,7 @@ def gym_grading(task: dict[str, Any]) -> None:
         and "hidden_tests" not in task
     ):
         task["hidden_tests"] = _unit_tests(metadata["unit_tests"])
-        task.setdefault("imports", "apps")  # LiveCodeBench's evaluator, which NeMo Gym runs
+        task.setdefault("comparison", "lcb")  # LiveCodeBench's evaluator: NeMo Gym runs its copy
     if "reference" not in task and "grader" not in task and "expected_answer" in task:
         task["reference"] = task.pop("expected_answer")
 

@@ -124,17 +124,17 @@ def test_call_based_dataset_rows_become_call_tests() -> None:
 
 
 def test_apps_and_livecodebench_rows_get_the_evaluators_imports() -> None:
-    """APPS/TACO's packed rows get the ``apps`` comparison (and so its imports); LiveCodeBench's
-    test cases the imports alone (its evaluator compares otherwise); others neither."""
+    """APPS/TACO's packed rows get the ``apps`` comparison, LiveCodeBench's test cases the
+    ``lcb`` one (each brings the evaluators' imports); others neither."""
     packed = fill_grader(
         {"type": "code", "language": "python"}, None, '{"inputs": ["1"], "outputs": ["2"]}'
     )
     assert packed["comparison"] == "apps" and "imports" not in packed
     cases = '[{"input": "5\\n", "output": "25\\n", "testtype": "stdin"}]'
     lcb = fill_grader({"type": "code", "language": "python"}, None, cases)
-    assert lcb["imports"] == "apps" and "comparison" not in lcb
-    told = fill_grader({"type": "code", "language": "python", "imports": "none"}, None, cases)
-    assert told["imports"] == "none"
+    assert lcb["comparison"] == "lcb" and "imports" not in lcb  # lcb brings the imports
+    told = fill_grader({"type": "code", "language": "python", "comparison": "exact"}, None, cases)
+    assert told["comparison"] == "exact"
     plain_tests = '[{"stdin": "1", "stdout": "1"}]'
     assert "imports" not in fill_grader({"type": "code", "language": "python"}, None, plain_tests)
 
