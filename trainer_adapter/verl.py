@@ -42,6 +42,7 @@ group graders (majority vote, length penalty) work; the per-sample form sees one
 
 from __future__ import annotations
 
+import copy
 import os
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -90,7 +91,7 @@ def _grader(data_source: Any, extra_info: Any, kwargs: Mapping[str, Any]) -> dic
     if source.startswith("searchR1_"):  # Search-R1's QA rows: {"target": [answers]}
         return {"type": "answer_match", "metric": "em", "max_answer_tags": 10}
     if source == "hiyouga/geometry3k":  # veRL's geo3k: 0.9 the boxed answer, 0.1 its format
-        return dict(_GEO3K)
+        return copy.deepcopy(_GEO3K)
     return {"type": "math"}
 
 

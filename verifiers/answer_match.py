@@ -13,8 +13,10 @@ SQuAD v1.1's evaluation does: lower case, ASCII punctuation removed, the article
 dropped, whitespace collapsed. The metric: ``em`` (equal to a reference), ``subem`` (a
 reference inside the answer) or ``f1`` (the token F1 of SQuAD, the best over the references).
 ``max_answer_tags``: more opening or closing ``<answer>`` tags than this and the score is a
-quarter (Search-R1's guard against a flood of answers). Linear in the text but for F1's token
-counts.
+quarter (Search-R1's guard against a flood of answers). A reference that normalises to nothing
+(``the``, ``?!``) is left out: under ``subem`` it would match every answer; with none left the
+row is ``bad_reference`` (not valid), where Search-R1's reward would hand out the score. Linear
+in the text but for F1's token counts.
 """
 
 from __future__ import annotations
@@ -125,9 +127,13 @@ def answer_match(
     marker: str | None = None,
 ) -> AnswerMatchResult:
     """Score the response's answer against the reference answers (see the module)."""
-    references = references_from(reference)
+    # a reference that normalises to nothing ("the", "?!") would match every answer under
+    # subem (and an empty one under em): not a reward to hand out, so it is left out
+    wanted_of = {ref: normalize_answer(ref) for ref in references_from(reference)}
+    references = [ref for ref, wanted in wanted_of.items() if wanted]
     if not references:
-        return AnswerMatchResult(0.0, "bad_reference", metric, reason="no reference answer")
+        nothing = "no reference answer with a word left after normalisation"
+        return AnswerMatchResult(0.0, "bad_reference", metric, reason=nothing)
     answer = _extract(response, extract)
     if answer is not None and marker:
         answer = answer.rpartition(marker)[2].strip()  # after its last one; all of it without
@@ -140,7 +146,7 @@ def answer_match(
     best, matched = 0.0, None
     reason: str | None = None
     for ref in references:
-        wanted = normalize_answer(ref)
+        wanted = wanted_of[ref]
         if metric == "em":
             score = float(said == wanted)
         elif metric == "subem":

@@ -117,6 +117,19 @@ def test_normalisation_and_references() -> None:
     assert references_from("{not json") == ["{not json"]
 
 
+def test_references_that_normalise_to_nothing_are_no_reward() -> None:
+    """Search-R1's reward gives every answer 1.0 under subem for a target of "the" (the empty
+    string is in every answer); referee leaves such a reference out, and a row with nothing
+    else is bad_reference."""
+    peer = search_r1()
+    assert peer.compute_score_subem("<answer>anything</answer>", {"target": ["The"]}) == 1
+    for metric in ("em", "subem", "f1"):
+        empty = answer_match("<answer>anything</answer>", ["The", "?!"], metric)  # type: ignore[arg-type]
+        assert (empty.score, empty.outcome) == (0.0, "bad_reference")
+    kept = answer_match("<answer>anything</answer>", ["the", "Paris"], "subem")
+    assert (kept.score, kept.outcome) == (0.0, "wrong")
+
+
 def test_outcomes_and_details() -> None:
     missing = answer_match("Paris", ["Paris"])
     assert (missing.score, missing.outcome) == (0.0, "no_answer")
