@@ -159,10 +159,12 @@ class CodeGrader(_Model):
     stop_at_first_failure: bool = Field(
         False, description="Skip the tests after the first failure (they count as failed)."
     )
-    extract: Literal["last", "first", "none"] = Field(
+    extract: Literal["last", "first", "none", "last_or_whole"] = Field(
         "last",
         description="Which fenced code block of the response is the program (blocks tagged "
-        "with the grader's language first); `none`: the whole response is the program.",
+        "with the grader's language first); `none`: the whole response is the program; "
+        "`last_or_whole`: the last block, or the whole response (after its last `</think>`) "
+        "when it has none, as open-instruct's code verifier reads a bare completion.",
     )
     comparison: CompareModeName = Field(
         "trailing_whitespace",

@@ -17,6 +17,8 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from referee.client.packed_tests import unpack_tests
+
 __all__ = [
     "APPS_SOURCES",
     "OPEN_INSTRUCT_VERIFIERS",
@@ -204,7 +206,9 @@ def _assert_tests(value: Mapping[str, Any]) -> list[dict[str, Any]] | None:
 
 
 def tests_from_value(value: Any) -> list[dict[str, Any]] | None:
-    """Tests from a list of test objects, or JSON text of one of these:
+    """Tests from a list of test objects, or JSON text of one of these, or one packed as
+    base64 of zlib of a pickle (LiveCodeBench's ``private_test_cases``, open-instruct's
+    ``encode_tests``; read as plain values only: :mod:`referee.client.packed_tests`):
 
     - ``{"inputs": [...], "outputs": [...]}`` (APPS, TACO, LiveCodeBench's packed form): each
       input fed as stdin, each output the expected stdout; with ``fn_name`` (or ``func_name``)
@@ -220,8 +224,11 @@ def tests_from_value(value: Any) -> list[dict[str, Any]] | None:
 
 def _read_tests(value: Any) -> tuple[list[dict[str, Any]] | None, bool]:
     """``tests_from_value``'s tests, and whether they are LiveCodeBench's test cases."""
+    packed = value
     value = _json_value(value)
-    if value is _UNREADABLE:
+    if value is _UNREADABLE and isinstance(packed, str):
+        value = plain(unpack_tests(packed))  # LiveCodeBench's / open-instruct's packed tests
+    if value is _UNREADABLE or value is None:
         return None, False
     if isinstance(value, dict) and (asserts := _assert_tests(value)) is not None:
         return asserts, False
@@ -258,11 +265,24 @@ _TEST_COLUMNS = ("tests", "input_output", "public_test_cases")
 _ROW_TEST_KEYS = ("prompt", "test", "entry_point", "test_list", "test_setup_code")
 
 
+def _cases(value: Any) -> list[Any] | None:
+    """LiveCodeBench's ``private_test_cases``: JSON text of the list, or it packed (base64 of
+    zlib of a pickled JSON text, as the dataset ships it). None: no such column or value."""
+    if value in (None, "", []):
+        return None
+    cases = _json_value(value)
+    if cases is _UNREADABLE and isinstance(value, str):
+        cases = plain(unpack_tests(value))
+    return cases if isinstance(cases, list) else None
+
+
 def row_tests(row: Mapping[str, Any]) -> Any:
     """A code grader's tests in a dataset row, for ``tests_from_value``: its ``tests`` column,
-    APPS/TACO's ``input_output``, LiveCodeBench's ``public_test_cases`` (with the function name
-    of its ``metadata``), or the row's own HumanEval (``test``, ``entry_point``, ``prompt``) or
-    MBPP (``test_list``, ``test_setup_code``) columns. None: the row has none of these."""
+    APPS/TACO's ``input_output``, LiveCodeBench's ``public_test_cases`` and
+    ``private_test_cases`` (packed or not; LiveCodeBench grades a solution on both) with the
+    function name of its ``metadata``, or the row's own HumanEval (``test``, ``entry_point``,
+    ``prompt``) or MBPP (``test_list``, ``test_setup_code``) columns. None: the row has none of
+    these."""
     for column in _TEST_COLUMNS:
         value = row.get(column)
         if value in (None, "", []):
@@ -270,10 +290,13 @@ def row_tests(row: Mapping[str, Any]) -> Any:
         if column != "public_test_cases":
             return value
         cases, metadata = _json_value(value), _json_value(row.get("metadata"))
+        if not isinstance(cases, list):
+            return value
+        cases += _cases(row.get("private_test_cases")) or []  # LiveCodeBench grades on both
         fn_name = _fn_name({"metadata": metadata}) if isinstance(metadata, Mapping) else None
-        if fn_name and isinstance(cases, list):
+        if fn_name:
             return [{"func_name": fn_name, **c} if isinstance(c, dict) else c for c in cases]
-        return value
+        return cases
     if ("test" in row and "entry_point" in row) or "test_list" in row:
         return {k: row[k] for k in _ROW_TEST_KEYS if k in row}
     return None
@@ -539,8 +562,9 @@ OPEN_INSTRUCT_VERIFIERS: dict[str, dict[str, Any]] = {
     "strict_math": {"type": "math"},
     "ifeval": {"type": "instruction_following"},
     "ifeval_old": {"type": "instruction_following"},
-    "code": {"type": "code", "language": "python"},
-    "code_stdio": {"type": "code", "language": "python"},
+    # open-instruct's code verifier runs the last fenced block or, with none, the whole output
+    "code": {"type": "code", "language": "python", "extract": "last_or_whole"},
+    "code_stdio": {"type": "code", "language": "python", "extract": "last_or_whole"},
     "string_matcher": {"type": "answer_match", "metric": "em"},
     "string_f1": {"type": "answer_match", "metric": "f1", "extract": "after_thinking"},
     "flan": {"type": "answer_match", "extract": "none", "marker": "The answer is: "},

@@ -3,7 +3,10 @@
     extract_code("Here it is:\n```python\nprint(1)\n```", "python")   # -> "print(1)\n"
 
 ``which="last"`` (the default) takes the last block, ``"first"`` the first, ``"none"`` the whole
-response as the program. Blocks whose fence names the grader's language (or an alias: ``py``,
+response as the program, ``"last_or_whole"`` the last block or, in a response with none, the
+whole response, as open-instruct's code verifier takes a bare completion (AceCode's rows are
+answered so); after a ``</think>``, its text after it (a draft in the reasoning is not the
+answer). Blocks whose fence names the grader's language (or an alias: ``py``,
 ``c++``, ``js`` ...) are preferred over blocks tagged with another language or untagged ones.
 When the response has a reasoning section closed by ``</think>``, blocks after it are preferred
 (drafts inside the reasoning are not the answer). An unclosed final fence (a response cut off
@@ -20,7 +23,7 @@ from referee.sandbox.languages import normalize_language
 
 __all__ = ["CodeBlock", "ExtractMode", "extract_code", "find_code_blocks"]
 
-ExtractMode = Literal["first", "last", "none"]
+ExtractMode = Literal["first", "last", "none", "last_or_whole"]
 
 
 class CodeBlock(NamedTuple):
@@ -115,11 +118,16 @@ def extract_code(
     """The program in ``response`` (see the module docstring), or ``None`` if there is none."""
     if which == "none":
         return response if response.strip() else None
-    if which not in ("first", "last"):
+    if which not in ("first", "last", "last_or_whole"):
         raise ValueError(f"unknown extraction mode {which!r}")
     _, sep, tail = response.rpartition("</think>")
     if sep:
         found = _pick(find_code_blocks(tail), language, which)
         if found is not None:
             return found
-    return _pick(find_code_blocks(response), language, which)
+        if which == "last_or_whole" and tail.strip():
+            return tail  # the answer is a bare program: a draft in the reasoning is not it
+    found = _pick(find_code_blocks(response), language, which)
+    if found is None and which == "last_or_whole" and not sep:
+        return response if response.strip() else None
+    return found

@@ -102,7 +102,8 @@ def grade_code(
     if program is None and prefix and response.strip():
         program = response  # no fenced block: the completion that continues the prefix
     if program is None:
-        where = "in the response" if grader.get("extract") == "none" else "no fenced code block"
+        whole = grader.get("extract") in ("none", "last_or_whole")
+        where = "the response is empty" if whole else "no fenced code block"
         return no_score("no_code", f"no program found ({where})", language=language)
     program = prefix + program  # HumanEval's harness runs prompt + completion
     preload: tuple[str, ...] = ()

@@ -564,6 +564,41 @@ def test_open_instruct_rows_choose_their_verifier_by_dataset(server: Server) -> 
     assert got == expected
 
 
+def test_open_instruct_code_rows_score_as_open_instruct(server: Server) -> None:
+    """open-instruct's own AceCode sample (its test data: one AceCode-87K row, 19 assert tests,
+    80 model completions, bare programs with no fenced block) as a ``dataset: code`` row through
+    TRL with no grader: each reward is the pass rate open-instruct's code verifier gives
+    (recorded from its checkout, tests/acecode_verdicts.py; AceCode's own pass rates agree),
+    where referee used to find no program in a completion without a fence. Half the rows carry
+    their tests packed as open-instruct's ``encode_tests`` packs them (base64 of zlib of a
+    pickle). The completions that import pytest, which the sandbox's Python lacks, score 0
+    (three of the five pass under open-instruct)."""
+    import base64
+    import zlib
+
+    lines = (Path(__file__).parents[2] / "data" / "acecode_verdicts.jsonl").read_text()
+    header, tests_line, *recorded = (json.loads(line) for line in lines.splitlines())
+    assert header["rows"] == len(recorded) == 80
+    tests = tests_line["tests"]
+    packed = base64.b64encode(zlib.compress(pickle.dumps(tests))).decode()
+    rows = [
+        {"prompt": "Write it.", "dataset": "code", "ground_truth": packed if i % 2 else tests}
+        for i in range(len(recorded))
+    ]
+    completions = [r["completion"] for r in recorded]
+    with trl_call(reward_function(server.url)) as call:
+        out = call(rows, completions, 1)
+    got = out[:, 0].tolist()
+    expected = [
+        0.0 if "import pytest" in r["completion"] else r["open_instruct_pass_rate"]
+        for r in recorded
+    ]
+    # five import pytest: three pass under open-instruct (its Python has pytest), two fail
+    assert sum("import pytest" in c for c in completions) == 5
+    assert len(set(expected)) == 3  # all pass, some pass, none pass
+    assert got == pytest.approx(expected)
+
+
 def test_open_instruct_ifevalg_rows_through_trl(server: Server) -> None:
     """open-instruct's newer IF rows (`ground_truth`: `str()` of a one-item list of instruction
     ids and kwargs, IFEval's and IFEvalG's mixed) as TRL hands them over: the rewards are the

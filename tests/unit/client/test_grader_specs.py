@@ -2,6 +2,12 @@
 
 from __future__ import annotations
 
+import base64
+import json
+import pickle
+import zlib
+from pathlib import Path
+
 import pytest
 
 from referee.client import grader_specs
@@ -199,6 +205,17 @@ def test_a_rows_test_columns() -> None:
     }
     tests = grader_specs.tests_from_value(grader_specs.row_tests(lcb))
     assert tests == [{"fn_name": "inc", "args": [1], "expected": 2}]
+    # LiveCodeBench grades on its public and private tests; the private ones ship packed
+    private = [{"input": "5", "output": "6", "testtype": "functional"}]
+    packed = base64.b64encode(zlib.compress(pickle.dumps(json.dumps(private)))).decode()
+    for shipped in (packed, json.dumps(private)):
+        both = grader_specs.tests_from_value(
+            grader_specs.row_tests({**lcb, "private_test_cases": shipped})
+        )
+        assert both == [
+            {"fn_name": "inc", "args": [1], "expected": 2},
+            {"fn_name": "inc", "args": [5], "expected": 6},
+        ]
     humaneval = {"prompt": "p", "test": "t", "entry_point": "f", "task_id": "HumanEval/0"}
     assert grader_specs.row_tests(humaneval) == {"prompt": "p", "test": "t", "entry_point": "f"}
     assert grader_specs.row_tests({"test_list": ["assert f(1)"]}) == {"test_list": ["assert f(1)"]}
@@ -220,10 +237,57 @@ def test_open_instruct_dataset_names_choose_the_grader() -> None:
     assert [p["grader"]["type"] for p in both["graders"]] == ["math", "instruction_following"]
     asserts = ["assert f(1) == 2"]
     code = grader_specs.dataset_grader("code", asserts)
-    assert code == {"type": "code", "language": "python", "tests": [{"test_code": asserts[0]}]}
+    bare = {"type": "code", "language": "python", "extract": "last_or_whole"}  # as it reads one
+    assert code == {**bare, "tests": [{"test_code": asserts[0]}]}
+    stdio = grader_specs.dataset_grader("code_stdio", [{"input": "1\n", "output": "2\n"}])
+    assert stdio is not None and stdio["comparison"] == "lcb"  # its testing_util is LCB's
     assert grader_specs.dataset_grader(None, "1") is None
     assert grader_specs.dataset_grader([], []) is None
     with pytest.raises(ValueError, match="names no verifier referee covers"):
         grader_specs.dataset_grader("max_length", "100")
     with pytest.raises(ValueError, match="2 names in `dataset` but 1 ground truths"):
         grader_specs.dataset_grader(["math", "gsm8k"], ["1"])
+
+
+def _pack(value: object, protocol: int = pickle.HIGHEST_PROTOCOL) -> str:
+    return base64.b64encode(zlib.compress(pickle.dumps(value, protocol=protocol))).decode()
+
+
+class _Runs:
+    """A pickle that would run ``os.system`` when loaded by ``pickle.loads``."""
+
+    def __reduce__(self) -> tuple[object, tuple[str]]:
+        import os
+
+        return (os.system, ("touch /tmp/referee-packed-tests-ran",))
+
+
+def test_packed_tests_are_read_as_plain_values_only() -> None:
+    """open-instruct's ``encode_tests`` packing (base64 of zlib of a pickled list) and
+    LiveCodeBench's (a pickled JSON text) are read; a pickle that names any callable, holds
+    itself, or inflates past the cap is no packing (None), and nothing in it runs."""
+    from referee.client import packed_tests
+
+    asserts = ["assert f(1) == 2", "assert f(2) == 3"]
+    assert packed_tests.unpack_tests(_pack(asserts)) == asserts
+    assert packed_tests.unpack_tests(_pack(asserts, protocol=2)) == asserts
+    assert packed_tests.unpack_tests(_pack(json.dumps([{"input": "1", "output": "2"}]))) == [
+        {"input": "1", "output": "2"}
+    ]
+    assert grader_specs.tests_from_value(_pack(asserts)) == [{"test_code": a} for a in asserts]
+    marker = Path("/tmp/referee-packed-tests-ran")
+    marker.unlink(missing_ok=True)
+    assert packed_tests.unpack_tests(_pack([_Runs()])) is None
+    assert packed_tests.unpack_tests(_pack(Path("/etc"))) is None
+    assert not marker.exists()
+    looped: list[object] = []
+    looped.append(looped)
+    assert packed_tests.unpack_tests(_pack(looped)) is None
+    wide: list[object] = [["x" * 1000] * 1000]
+    wide = [wide[0]] * 100_000  # 100 million characters by reference, a few bytes packed
+    assert packed_tests.unpack_tests(_pack(wide)) is None
+    bomb = base64.b64encode(zlib.compress(b"\0" * (packed_tests.MAX_UNPACKED_BYTES + 10)))
+    assert packed_tests.unpack_tests(bomb.decode()) is None
+    for junk in ("not base64 at all!", "", "aGVsbG8=", "é", _pack("not json")):
+        assert packed_tests.unpack_tests(junk) is None
+    assert grader_specs.tests_from_value("aGVsbG8=") is None

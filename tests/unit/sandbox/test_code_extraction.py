@@ -47,6 +47,12 @@ CASES: list[tuple[str, str | None, str, str | None]] = [
     ("no code here", "python", "last", None),
     ("print(1)\n", "python", "none", PY),
     ("   ", "python", "none", None),
+    # last_or_whole: the last block, or a bare program (after the reasoning) when there is none
+    *((response, "python", "last_or_whole", PY) for response in LAST_IS_PY),
+    (PY, "python", "last_or_whole", PY),
+    ("<think>\nI print one.\n</think>" + PY, "python", "last_or_whole", PY),
+    ("<think>\n```python\nprint(0)\n```\n</think>\n" + PY, "python", "last_or_whole", "\n" + PY),
+    ("<think>x</think>\n  ", "python", "last_or_whole", None),
 ]
 
 
