@@ -102,6 +102,16 @@ def test_with_imports_keeps_future_imports_first() -> None:
     assert out.endswith('"""doc"""\nimport os\nprint(1)\n') and out.count("__future__") == 1
     compile(out, "main.py", "exec")
     assert with_imports("print(1)") == APPS_IMPORTS + "print(1)"
+    # a line inside a string that reads like the import is text, not moved
+    text = 'X = """\nfrom __future__ import annotations\n"""\nprint(X)\n'
+    assert with_imports(text) == APPS_IMPORTS + text
+    spread = "from __future__ import (\n    annotations,\n)  # typing\nprint(1)\n"
+    moved = with_imports(spread)
+    assert moved.startswith("from __future__ import (\n    annotations,\n)  # typing\nfrom ")
+    compile(moved, "main.py", "exec")
+    shared = "from __future__ import annotations; import os\nprint(1)\n"
+    assert with_imports(shared) == APPS_IMPORTS + shared  # not split: left as the evaluators
+    assert with_imports("from __future__ import (\n") == APPS_IMPORTS + "from __future__ import (\n"
     limit = "sys.setrecursionlimit(6*10**5)\n"
     assert APPS_IMPORTS.endswith(limit)
     names: dict[str, object] = {}
