@@ -559,7 +559,7 @@ def fill_grader(
 OPEN_INSTRUCT_VERIFIERS: dict[str, dict[str, Any]] = {
     "gsm8k": {"type": "math"},
     "math": {"type": "math"},
-    "strict_math": {"type": "math"},
+    "strict_math": {"type": "math", "extract": "final_answer"},  # only Minerva's answer line
     "ifeval": {"type": "instruction_following"},
     "ifeval_old": {"type": "instruction_following"},
     # open-instruct's code verifier runs the last fenced block or, with none, the whole output

@@ -551,6 +551,10 @@ def test_open_instruct_rows_choose_their_verifier_by_dataset(server: Server) -> 
     add("MATH", "\\frac{1}{2}", "So the probability is $\\boxed{\\dfrac{1}{2}}$.", 1.0)
     add(["math"], ["\\frac{1}{2}"], "The answer is $\\boxed{0.5}$.", 1.0)
     add(["strict_math"], ["3"], "Final Answer: The final answer is $4$.", 0.0)
+    minerva = "2 + 1 = 3.\nFinal Answer: The final answer is $3$. I hope it is correct."
+    add("strict_math", "3", minerva, 1.0)
+    add("strict_math", "3", "2 + 1 = 3, so we get $\\boxed{3}$.", 0.0)
+    add("math", "3", "2 + 1 = 3, so we get $\\boxed{3}$.", 1.0)
     for row in (followed, missed):
         truth = {k: v for k, v in row.items() if k not in ("response", "followed")}
         add("ifeval", json.dumps(truth), row["response"], float(row["followed"]))
