@@ -7,7 +7,10 @@ only the standard library, loaded by path alone (no package ``__init__``):
   runs for its ``searchR1_*`` data sources;
 * lm-eval's copy of SQuAD v1.1's official token F1, ``lm_eval/tasks/qasper/metrics.py``
   (``f1_abstractive``; the lm-eval wheel tests/ifeval_peer.py pins);
-* veRL's geometry3k format reward, ``verl/utils/reward_score/geo3k.py``'s ``format_reward``.
+* veRL's geometry3k format reward, ``verl/utils/reward_score/geo3k.py``'s ``format_reward``;
+* veRL's DAPO math reward, ``verl/utils/reward_score/math_dapo.py`` (``compute_score``: the
+  answer after the last ``Answer:`` of the response's last 300 characters, 1 right, -1 wrong),
+  what ``default_compute_score`` runs for its math_dapo, math and aime* data sources.
 """
 
 from __future__ import annotations
@@ -38,6 +41,12 @@ def search_r1() -> Any:
     """veRL's ``search_r1_like_qa_em`` module."""
     wheel = pinned_file("verl", toolrl_peer.VERSION, toolrl_peer.WHEEL, toolrl_peer.WHEEL_SHA256)
     return _module(str(wheel), "verl/utils/reward_score/search_r1_like_qa_em.py")
+
+
+def math_dapo() -> Any:
+    """veRL's ``math_dapo`` module."""
+    wheel = pinned_file("verl", toolrl_peer.VERSION, toolrl_peer.WHEEL, toolrl_peer.WHEEL_SHA256)
+    return _module(str(wheel), "verl/utils/reward_score/math_dapo.py")
 
 
 def squad_f1() -> Any:

@@ -26,7 +26,8 @@ sources (codecontests, apps, codeforces, taco: graded as its ``prime_code`` grad
 ``apps`` comparison and imports), Search-R1's exact match for its ``searchR1_*`` sources
 (``answer_match``: the last ``<answer>`` block, a quarter past 10 tags), its geometry3k reward
 for ``hiyouga/geometry3k`` (0.9 the boxed answer, 0.1 the ``think_boxed`` format) and
-``{"type": "math"}`` for the rest, at
+``{"type": "math"}`` for the rest (scored 1 right and -1 wrong for the sources veRL scores with
+``math_dapo``: math_dapo, math, math_dapo_reasoning, aime*), at
 http://127.0.0.1:8000. The ground truth becomes the grader's reference (tests, for a code
 grader without tests).
 
@@ -76,7 +77,8 @@ def _settings(kwargs: Mapping[str, Any]) -> tuple[str, str | None, float]:
     return str(url), (str(api_key) if api_key else None), float(kwargs.get("pass_threshold", 1.0))
 
 
-def _grader(data_source: Any, extra_info: Any, kwargs: Mapping[str, Any]) -> dict[str, Any]:
+def _given(extra_info: Any, kwargs: Mapping[str, Any]) -> Any:
+    """The grader the call, the row or the environment gives; None: none does."""
     extra = plain(extra_info) if extra_info is not None else {}
     for spec in (
         kwargs.get("grader"),
@@ -84,7 +86,27 @@ def _grader(data_source: Any, extra_info: Any, kwargs: Mapping[str, Any]) -> dic
         os.environ.get("REFEREE_GRADER"),
     ):
         if spec:
-            return parse_grader(spec)
+            return spec
+    return None
+
+
+def _signed(data_source: Any, extra_info: Any, kwargs: Mapping[str, Any]) -> bool:
+    """Whether the row's score is veRL's ``math_dapo`` one, 1 right and -1 wrong: its sources
+    (math_dapo, math, math_dapo_reasoning, aime*) with no grader given, as its
+    ``default_compute_score`` scores them. DAPO's overlong penalty (up to -1) is tuned against
+    that spread of 2."""
+    source = str(data_source or "")
+    dapo = source in MATH_DAPO_SOURCES or source.startswith("aime")
+    return dapo and _given(extra_info, kwargs) is None
+
+
+MATH_DAPO_SOURCES = frozenset({"math_dapo", "math", "math_dapo_reasoning"})
+
+
+def _grader(data_source: Any, extra_info: Any, kwargs: Mapping[str, Any]) -> dict[str, Any]:
+    spec = _given(extra_info, kwargs)
+    if spec is not None:
+        return parse_grader(spec)
     source = str(data_source or "")
     if source in APPS_SOURCES:  # veRL's programming sources: tests as ground truth
         return {"type": "code", "language": "python"}
@@ -131,11 +153,14 @@ def _item(
     )
 
 
-def _score(result: RewardResult | None, threshold: float) -> dict[str, float | bool]:
+def _score(
+    result: RewardResult | None, threshold: float, signed: bool = False
+) -> dict[str, float | bool]:
     if result is None or result.score is None or not result.valid:
         return {"score": 0.0, "valid": False, "acc": 0.0, "referee_failed": 1.0}
+    score = float(result.score)
     return {
-        "score": float(result.score),
+        "score": 2.0 * score - 1.0 if signed else score,
         "valid": True,
         "acc": 1.0 if result.score >= threshold else 0.0,
         "referee_failed": 0.0,
@@ -159,7 +184,7 @@ def compute_score(
         response = _client(url, api_key).rewards([item], pass_threshold=threshold)
     except RefereeError:
         return _score(None, threshold)
-    return _score(response.rewards[0], threshold)
+    return _score(response.rewards[0], threshold, _signed(data_source, extra_info, kwargs))
 
 
 def compute_score_batch(
@@ -192,4 +217,7 @@ def compute_score_batch(
         if response is not None:
             for pos, result in zip(positions, response.rewards, strict=True):
                 results[pos] = result
-    return [_score(r, threshold) for r in results]
+    return [
+        _score(r, threshold, _signed(data_sources[i], extras[i], kwargs))
+        for i, r in enumerate(results)
+    ]

@@ -20,7 +20,7 @@ from typing import Any as Server
 import numpy as np
 import pytest
 from prime_code_peer import prime_code
-from qa_peer import geo3k_format_reward, search_r1
+from qa_peer import geo3k_format_reward, math_dapo, search_r1
 from toolrl_peer import rlla
 
 from referee.trainer_adapter.verl_path import reward_module_path
@@ -106,7 +106,9 @@ def test_batch_manager(module: ModuleType, server: Server) -> None:
         extra_infos=extras,
         referee_url=server.url,
     )
-    assert [o["score"] for o in out] == [1.0, 0.0, 1.0, 1.0, 1.0, 0.0]
+    # the rows with no grader are veRL's "math" source: 1 right, -1 wrong, as its math_dapo
+    assert [o["score"] for o in out] == [1.0, -1.0, 1.0, 1.0, 1.0, 0.0]
+    assert [o["acc"] for o in out] == [1.0, 0.0, 1.0, 1.0, 1.0, 0.0]
     assert [o["referee_failed"] for o in out] == [0.0] * n
 
 
@@ -310,6 +312,43 @@ def test_search_r1_sources_score_as_verls_exact_match(
         assert ours["valid"] and ours["score"] == theirs, (answer, ours, theirs)
         seen.add(theirs)
     assert seen == {0.0, 0.25, 1.0}
+
+
+def test_dapo_math_sources_score_as_verls_math_dapo(
+    module: ModuleType, server: Server, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """veRL's DAPO rows (``math_dapo``: DAPO-Math-17k's; ``aime_2024``..., ``math``) with no
+    grader set, answered as DAPO's prompt asks (``Answer: $Answer`` on the last line): the score
+    is veRL's own ``math_dapo.compute_score`` (the pinned wheel's), 1 right and -1 wrong, so
+    DAPO's overlong penalty weighs what it weighs there; ``acc`` is 0 or 1 as there. With a
+    grader given the score is the grader's. A row referee cannot score is 0 and not valid."""
+    monkeypatch.delenv("REFEREE_GRADER", raising=False)
+    score = bound(module.compute_score, referee_url=server.url)
+    answers = {  # (response, ground truth)
+        "So the sum is 34.\nAnswer: 34": "34",
+        "Thus $x = 5$.\n\nAnswer: $5$": "5",
+        "We get 33.\nAnswer: 33": "34",
+        "The ratio is one half.\nAnswer: \\frac{1}{2}": "\\frac{1}{2}",
+        "Answer: 7\nWait, recount.\nAnswer: 8": "8",
+        "Answer: 8\nWait, recount.\nAnswer: 7": "8",
+        "The count: Answer: 120": "120",
+    }
+    sources = itertools.cycle(["math_dapo", "aime_2024", "math", "math_dapo_reasoning"])
+    seen = set()
+    for (answer, truth), source in zip(answers.items(), sources, strict=False):
+        theirs = math_dapo().compute_score(answer, truth)
+        ours = score(source, answer, truth, {"index": 0})
+        assert ours["valid"], (answer, ours)
+        assert (ours["score"], ours["acc"]) == (theirs["score"], float(theirs["acc"])), (
+            answer,
+            ours,
+            theirs,
+        )
+        seen.add(theirs["score"])
+    assert seen == {1.0, -1.0}
+    given = bound(module.compute_score, referee_url=server.url, grader={"type": "math"})
+    assert given("math_dapo", "Answer: 33", "34", None)["score"] == 0.0
+    assert score("math_dapo", "Answer: 3", "\\frac{", None)["score"] == 0.0  # bad reference
 
 
 def test_geometry3k_rows_score_as_verls_geo3k(
