@@ -281,8 +281,8 @@ def row_tests(row: Mapping[str, Any]) -> Any:
     APPS/TACO's ``input_output``, LiveCodeBench's ``public_test_cases`` and
     ``private_test_cases`` (packed or not; LiveCodeBench grades a solution on both) with the
     function name of its ``metadata``, or the row's own HumanEval (``test``, ``entry_point``,
-    ``prompt``) or MBPP (``test_list``, ``test_setup_code``) columns. None: the row has none of
-    these."""
+    ``prompt``), MBPP (``test_list``, ``test_setup_code``) or KodCode (``test``: a pytest file of
+    test functions, run as pytest collects them) columns. None: the row has none of these."""
     for column in _TEST_COLUMNS:
         value = row.get(column)
         if value in (None, "", []):
@@ -299,7 +299,12 @@ def row_tests(row: Mapping[str, Any]) -> Any:
         return cases
     if ("test" in row and "entry_point" in row) or "test_list" in row:
         return {k: row[k] for k in _ROW_TEST_KEYS if k in row}
+    if isinstance(row.get("test"), str) and _PYTEST_FILE.search(row["test"]):
+        return {"test": row["test"]}  # KodCode's: a pytest file importing `solution`
     return None
+
+
+_PYTEST_FILE = re.compile(r"^(?:def test|class Test)", re.MULTILINE)
 
 
 def _literal_value(value: Any) -> Any:

@@ -5,7 +5,11 @@ executes the model's program (``/code/main.py``) as a module named ``__solution_
 ``if __name__ == "__main__":`` block does not run). A function-call driver calls ``fn_name``
 (a top-level function, or a method of ``Solution`` as in LeetCode-style tasks) and prints the
 JSON of the returned value after a line ``@@referee:<nonce>@@``; an assert driver runs the test
-code and ``check(entry_point)`` and prints the marker only if they complete. Expected values of
+code, then the test functions it defines as pytest collects them (``test*`` functions,
+``Test*`` classes' ``test*`` methods, ``unittest.TestCase`` classes by unittest; the program is
+importable as ``solution``, as KodCode's test files import it) and ``check(entry_point)``, and
+prints the marker only if they complete: a test file of functions is not passed by defining
+them. Expected values of
 function-call tests never enter the sandbox: the comparison happens outside.
 """
 
@@ -83,11 +87,61 @@ ASSERT_DRIVER = (
     _COMMON
     + r"""
 
+def _as_module(_namespace):
+    # pytest-style test files (KodCode's) import the program: `from solution import f`
+    import types as _types
+
+    _module = _types.ModuleType("solution")
+    _module.__dict__.update({k: v for k, v in _namespace.items() if k != "__name__"})
+    _sys.modules["solution"] = _module
+
+
+def _defined_here(_obj):
+    _code = getattr(_obj, "__code__", None)
+    return _code is not None and _code.co_filename == "tests.py"
+
+
+def _run_test_functions(_namespace, _before):
+    # what pytest collects from a test file: its functions named test*, its classes named
+    # Test* (their test* methods, a unittest.TestCase by unittest), in the file's order
+    import unittest as _unittest
+
+    _ran = 0
+    for _name, _obj in list(_namespace.items()):
+        if _before.get(_name) is _obj or not _name.lower().startswith("test"):
+            continue
+        if _name.startswith("test") and callable(_obj) and _defined_here(_obj):
+            _obj()
+            _ran += 1
+        elif _name.startswith("Test") and isinstance(_obj, type):
+            if not any(_defined_here(_v) for _v in vars(_obj).values()):
+                continue  # the program's own class, not the test file's
+            if issubclass(_obj, _unittest.TestCase):
+                _suite = _unittest.defaultTestLoader.loadTestsFromTestCase(_obj)
+                _result = _unittest.TestResult()
+                _suite.run(_result)
+                _ran += _result.testsRun
+                if not _result.wasSuccessful():
+                    _failed = (_result.failures + _result.errors)[0]
+                    raise AssertionError(str(_failed[0]) + "\n" + _failed[1])
+                continue
+            for _method in [m for m in vars(_obj) if m.startswith("test")]:
+                _instance = _obj()
+                if callable(getattr(_instance, "setup_method", None)):
+                    _instance.setup_method(getattr(_instance, _method))
+                getattr(_instance, _method)()
+                _ran += 1
+    return _ran
+
+
 def _main():
     _request = _json.loads(_sys.stdin.readline())
     _marker = "@@referee:" + _request.pop("nonce") + "@@"
     _namespace = _load_solution()
+    _as_module(_namespace)
+    _before = dict(_namespace)
     exec(compile(_request["test_code"], "tests.py", "exec"), _namespace)
+    _run_test_functions(_namespace, _before)
     _entry = _request.get("entry_point")
     if _entry:
         _namespace["check"](_namespace[_entry])

@@ -207,6 +207,61 @@ def test_assert_tests_humaneval_style(backend: BwrapBackend) -> None:
     assert [t.outcome for t in result.tests] == [TestOutcome.PASSED, TestOutcome.WRONG_ANSWER]
 
 
+KODCODE_TEST = """from solution import has_pair_with_sum
+
+def test_found():
+    assert has_pair_with_sum([1, 2, 4, 4], 8) is True
+
+def test_not_found():
+    assert has_pair_with_sum([1, 2, 3, 9], 8) is False
+
+class TestEdges:
+    def setup_method(self, method):
+        self.empty = []
+
+    def test_empty(self):
+        assert has_pair_with_sum(self.empty, 1) is False
+"""
+
+
+def test_pytest_style_test_files_run_their_test_functions(backend: BwrapBackend) -> None:
+    """A KodCode-style test file (``from solution import f``, test functions, a Test class)
+    passes only when every test function passes: defining them is not passing them, and
+    unittest's cases run by unittest. A test function that needs pytest's fixtures fails."""
+    right = (
+        "def has_pair_with_sum(a, k):\n"
+        "    seen = set()\n"
+        "    for x in a:\n"
+        "        if k - x in seen:\n"
+        "            return True\n"
+        "        seen.add(x)\n"
+        "    return False\n"
+    )
+    wrong = "def has_pair_with_sum(a, k):\n    return bool(a)\n"
+    helper = "def test_helper():\n    raise AssertionError('the program\\'s own')\n"
+    kodcode = AssertTest(KODCODE_TEST)
+    result = run_tests(right + helper, "python", [kodcode], backend=backend)
+    assert result.tests[0].outcome is TestOutcome.PASSED, result.tests[0]
+    result = run_tests(wrong, "python", [kodcode], backend=backend)
+    assert result.tests[0].outcome is not TestOutcome.PASSED
+    only_empty = AssertTest(KODCODE_TEST.split("class TestEdges")[0].replace("[1, 2, 4, 4]", "[]"))
+    result = run_tests(right, "python", [only_empty], backend=backend)
+    assert result.tests[0].outcome is not TestOutcome.PASSED  # test_found fails there
+    cases = AssertTest(
+        "import unittest\nfrom solution import has_pair_with_sum\n"
+        "class TestPairs(unittest.TestCase):\n"
+        "    def test_one(self):\n        self.assertTrue(has_pair_with_sum([4, 4], 8))\n"
+        "    def test_two(self):\n        self.assertFalse(has_pair_with_sum([4], 8))\n"
+    )
+    outcomes = [
+        run_tests(p, "python", [cases], backend=backend).tests[0].outcome for p in (right, wrong)
+    ]
+    assert outcomes[0] is TestOutcome.PASSED and outcomes[1] is not TestOutcome.PASSED
+    fixture = AssertTest("def test_needs(tmp_path):\n    assert tmp_path\n")
+    result = run_tests(right, "python", [fixture], backend=backend)
+    assert result.tests[0].outcome is not TestOutcome.PASSED
+
+
 def test_assert_tests_exiting_early_is_not_a_pass(backend: BwrapBackend) -> None:
     program = "import os\nos._exit(0)\n"
     test = AssertTest("def check(c):\n    assert False\n", "f")

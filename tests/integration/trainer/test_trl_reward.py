@@ -603,6 +603,26 @@ def test_open_instruct_code_rows_score_as_open_instruct(server: Server) -> None:
     assert got == pytest.approx(expected)
 
 
+def test_kodcode_rows_run_their_pytest_files(server: Server) -> None:
+    """KodCode's rows (the question as ``prompt``, ``solution``, ``test``: a pytest file that
+    imports the answer from ``solution``) through TRL with a code grader and no tests given:
+    the row's test functions run, so only a right program scores 1 (before, a file of test
+    functions passed whatever the program did, nothing called them)."""
+    test = (
+        "from solution import rotate\n\n"
+        "def test_rotate_by_one():\n    assert rotate([1, 2, 3], 1) == [3, 1, 2]\n\n"
+        "def test_rotate_by_length():\n    assert rotate([1, 2, 3], 3) == [1, 2, 3]\n"
+    )
+    row = {"prompt": "Rotate a list right by k.", "solution": "", "test": test}
+    right = "```python\ndef rotate(a, k):\n    k %= len(a)\n    return a[-k:] + a[:-k]\n```"
+    wrong = "```python\ndef rotate(a, k):\n    return a[k:] + a[:k]\n```"  # to the left
+    none = "```python\ndef rotate(a, k):\n    return a\n\ndef test_mine():\n    pass\n```"
+    reward = reward_function(server.url, {"type": "code", "language": "python"})
+    with trl_call(reward) as call:
+        out = call([row] * 3, [right, wrong, none], 1)
+    assert out[:, 0].tolist() == [1.0, 0.0, 0.0]
+
+
 def test_open_instruct_ifevalg_rows_through_trl(server: Server) -> None:
     """open-instruct's newer IF rows (`ground_truth`: `str()` of a one-item list of instruction
     ids and kwargs, IFEval's and IFEvalG's mixed) as TRL hands them over: the rewards are the

@@ -220,6 +220,10 @@ def test_a_rows_test_columns() -> None:
     assert grader_specs.row_tests(humaneval) == {"prompt": "p", "test": "t", "entry_point": "f"}
     assert grader_specs.row_tests({"test_list": ["assert f(1)"]}) == {"test_list": ["assert f(1)"]}
     assert grader_specs.row_tests({"question": "q", "answer": "4"}) is None
+    kodcode = "from solution import f\n\ndef test_f():\n    assert f(1) == 2\n"
+    row = {"question": "q", "solution": "def f(x): return x + 1", "test": kodcode}
+    assert grader_specs.tests_from_value(grader_specs.row_tests(row)) == [{"test_code": kodcode}]
+    assert grader_specs.row_tests({"question": "q", "test": "a note, not tests"}) is None
 
 
 def test_open_instruct_dataset_names_choose_the_grader() -> None:
