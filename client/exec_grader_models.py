@@ -135,6 +135,12 @@ class ToolCallGrader(_Model):
     )
     scoring: Literal["exact", "partial", "toolrl"] = "exact"
     ordered: bool = Field(False, description="Parallel calls must come in the reference order.")
+    extra_arguments: Literal["wrong", "ignored"] = Field(
+        "wrong",
+        description="`ignored`: a call's arguments the reference does not give are not "
+        "compared (NeMo Gym's xlam_fc checks only the expected ones); `wrong`: a call that "
+        "gives one does not match.",
+    )
     tools: list[dict[str, Any]] | None = Field(
         None,
         max_length=256,

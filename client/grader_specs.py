@@ -32,6 +32,7 @@ __all__ = [
     "plain",
     "row_tests",
     "tests_from_value",
+    "tool_call_blocks",
     "tool_calls_from_value",
     "tools_from_value",
 ]
@@ -448,6 +449,27 @@ def _packed_io(given: Any, found: list[dict[str, Any]]) -> bool:
     without parsing ``given`` again (a TACO row's tests run to megabytes)."""
     whole = isinstance(given, Mapping) or (isinstance(given, str) and given.lstrip()[:1] == "{")
     return whole and not any("test_code" in t for t in found)
+
+
+def tool_call_blocks(calls: Any) -> list[str]:
+    """Parsed tool calls (an assistant message's ``tool_calls``, TRL's ``parse_response`` takes
+    them out of the content; the Responses API's ``function_call`` items, ``{"name",
+    "arguments"}``) as the Hermes blocks a model writes them in, which the ``tool_call`` grader
+    reads."""
+    blocks = []
+    for call in calls if isinstance(calls, list) else []:
+        spec = call.get("function", call) if isinstance(call, Mapping) else None
+        if not isinstance(spec, Mapping) or not isinstance(spec.get("name"), str):
+            continue
+        arguments = spec.get("arguments", {})
+        if isinstance(arguments, str):
+            try:
+                arguments = json.loads(arguments)
+            except (ValueError, RecursionError):
+                pass
+        body = json.dumps({"name": spec["name"], "arguments": arguments}, default=str)
+        blocks.append(f"<tool_call>\n{body}\n</tool_call>")
+    return blocks
 
 
 APPS_SOURCES = frozenset({"codecontests", "apps", "codeforces", "taco"})

@@ -23,6 +23,7 @@ from referee.client.grader_specs import (
     fill_item,
     parse_grader,
     row_tests,
+    tool_call_blocks,
 )
 from referee.client.models import INVALID_OUTCOMES, RewardItem, RewardsResponse
 from referee.client.sdk import AsyncRefereeClient, RefereeClient
@@ -55,25 +56,6 @@ def _message_text(content: Any) -> str:
     return "" if content is None else str(content)
 
 
-def _tool_call_blocks(calls: Any) -> list[str]:
-    """An assistant message's parsed ``tool_calls`` as the Hermes blocks a model writes them in
-    (TRL's ``parse_response`` takes the calls out of the content)."""
-    blocks = []
-    for call in calls if isinstance(calls, list) else []:
-        spec = call.get("function", call) if isinstance(call, Mapping) else None
-        if not isinstance(spec, Mapping) or not isinstance(spec.get("name"), str):
-            continue
-        arguments = spec.get("arguments", {})
-        if isinstance(arguments, str):
-            try:
-                arguments = json.loads(arguments)
-            except (ValueError, RecursionError):
-                pass
-        body = json.dumps({"name": spec["name"], "arguments": arguments}, default=str)
-        blocks.append(f"<tool_call>\n{body}\n</tool_call>")
-    return blocks
-
-
 def completion_text(completion: Any) -> str:
     """The text to grade: a plain completion as is; a conversational one's assistant content,
     each message's parsed ``tool_calls`` after its content as Hermes ``<tool_call>`` blocks (with
@@ -86,7 +68,7 @@ def completion_text(completion: Any) -> str:
     for m in completion or []:
         if isinstance(m, Mapping) and m.get("role", "assistant") == "assistant":
             text = _message_text(m.get("content"))
-            blocks = _tool_call_blocks(m.get("tool_calls"))
+            blocks = tool_call_blocks(m.get("tool_calls"))
             parts.append(
                 "\n".join([text, *blocks]) if blocks and text else text or "\n".join(blocks)
             )

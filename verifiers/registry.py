@@ -183,6 +183,7 @@ def _tool_call(grader: dict[str, Any], response: str) -> Verdict:
         scoring=grader.get("scoring", "exact"),
         ordered=grader.get("ordered", False),
         tools=grader.get("tools"),
+        extra_arguments=grader.get("extra_arguments", "wrong"),
     )
     return calls.score, _details(calls.to_dict())
 

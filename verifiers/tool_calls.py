@@ -221,11 +221,15 @@ _MISTYPED = "not of the declared type"
 """How a value of another type than its declaration's is told (``_pair`` counts it wrong)."""
 
 
-def _pair(got: ToolCall, want: ToolCall, decls: Mapping[str, Declaration]) -> _Pair:
+def _pair(
+    got: ToolCall, want: ToolCall, decls: Mapping[str, Declaration], extra_ok: bool = False
+) -> _Pair:
     if got.name != want.name:
         return _Pair(0.0, 0, False)
     decl = decls.get(want.name)
     g, full = _filled(got, want, decl), _filled(want, want, decl)
+    if extra_ok:  # arguments the reference does not give are not looked at
+        g = {k: v for k, v in g.items() if k in full}
     required = _required(full, decl)
     broken = _against_declaration(got, want, decl) if decl is not None else ()
     mistyped = {k for k, what in broken if what.startswith(_MISTYPED)}
@@ -310,9 +314,12 @@ def grade_tool_calls(
     scoring: Scoring = "exact",
     ordered: bool = False,
     tools: Sequence[Mapping[str, Any]] | None = None,
+    extra_arguments: Literal["wrong", "ignored"] = "wrong",
 ) -> ToolCallResult:
     """Score the response's tool calls against ``reference`` (``[{"name", "arguments"}]``; an
-    empty list means "no call should be made")."""
+    empty list means "no call should be made"). ``extra_arguments="ignored"``: a call's
+    arguments the reference does not give are not compared (NeMo Gym's xlam_fc checks only the
+    expected ones); ``"wrong"``: a call that gives one does not match."""
     want = _reference(reference)
     if want is None:
         return ToolCallResult(0.0, "bad_reference", reason="a reference call has no name")
@@ -330,7 +337,8 @@ def grade_tool_calls(
     if not got:
         score = -3.0 if scoring == "toolrl" else 0.0
         return ToolCallResult(score, "no_call", [], [], None, "no tool call found in the response")
-    pairs = [[_pair(g, w, decls) for g in got] for w in want]
+    extra_ok = extra_arguments == "ignored"
+    pairs = [[_pair(g, w, decls, extra_ok) for g in got] for w in want]
     chosen = _assign(got, want, pairs, ordered)
     r_name = _names_overlap(got, want)
     r_param = r_value = 0.0

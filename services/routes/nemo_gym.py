@@ -21,7 +21,7 @@ from fastapi.responses import PlainTextResponse
 from starlette.convertors import StringConvertor, register_url_convertor
 
 from referee.client.errors import InvalidRequest, NotFound
-from referee.client.grader_specs import pairs_as_tests
+from referee.client.grader_specs import pairs_as_tests, tool_call_blocks
 from referee.client.session_models import (
     CreateSessionRequest,
     SessionReward,
@@ -95,6 +95,9 @@ def gym_grading(task: dict[str, Any]) -> None:
       or ``{"packed": base64 zlib JSON}``; its code_gen server): the code environment's
       ``hidden_tests`` (graded, never shown), stdin/stdout tests, or calls of ``fn_name`` with
       each input's JSON lines as arguments;
+    - ``expected_answers`` (``[{"name", "arguments"}]``; its xlam_fc server): a ``tool_call``
+      grader, all or nothing, the calls in any order, only the expected arguments compared, as
+      that server matches the response's ``function_call`` items;
     - ``expected_answer`` alone (its math servers): the ``reference``.
     """
     metadata = task.get("verifier_metadata")
@@ -104,6 +107,13 @@ def gym_grading(task: dict[str, Any]) -> None:
             "instruction_id_list": task["instruction_id_list"],
             "kwargs": task.get("kwargs"),
             "aggregate": "all",
+        }
+    elif _xlam(task):
+        task["grader"] = {
+            "type": "tool_call",
+            "reference": task["expected_answers"],
+            "scoring": "exact",
+            "extra_arguments": "ignored",
         }
     elif "grader" not in task and task.get("options") is not None:
         task["grader"] = _choice_grader(task.get("options"), task.get("expected_answer"))
@@ -118,6 +128,12 @@ def gym_grading(task: dict[str, Any]) -> None:
         task.setdefault("comparison", "lcb")  # LiveCodeBench's evaluator: NeMo Gym runs its copy
     if "reference" not in task and "grader" not in task and "expected_answer" in task:
         task["reference"] = task.pop("expected_answer")
+
+
+def _xlam(row: dict[str, Any]) -> bool:
+    """Whether the row is graded as NeMo Gym's xlam_fc grades it (its ``expected_answers``,
+    no grader of its own): by the response's function calls alone."""
+    return "grader" not in row and isinstance(row.get("expected_answers"), list)
 
 
 def _choice_grader(options: Any, expected: Any) -> dict[str, Any]:
@@ -194,18 +210,26 @@ def _unit_tests(spec: Any) -> list[dict[str, Any]]:
     return tests
 
 
-def _answer(response: Any) -> str | None:
-    """The last assistant text of a Responses API object (``output`` items)."""
+def _answer(response: Any, calls_only: bool = False) -> str | None:
+    """The assistant text of a Responses API object (its ``output`` messages), and its
+    ``function_call`` items as the Hermes blocks the ``tool_call`` grader reads (NeMo Gym's
+    tool-calling servers, xlam_fc's, grade those items). ``calls_only``: the items alone, as
+    xlam_fc reads them (calls written in the text are words there)."""
     if not isinstance(response, dict):
         return None
+    items = [item for item in response.get("output") or [] if isinstance(item, dict)]
     parts = [
         str(part.get("text", ""))
-        for item in response.get("output") or []
-        if isinstance(item, dict) and item.get("type") == "message"
+        for item in items
+        if item.get("type") == "message" and not calls_only
         for part in item.get("content") or []
         if isinstance(part, dict) and part.get("type") == "output_text"
     ]
-    return "".join(parts) if parts else None
+    calls = [item for item in items if item.get("type") == "function_call"]
+    blocks = tool_call_blocks(calls)
+    if not parts and not blocks:
+        return "" if calls_only else None  # no call made: an answer, not the last one
+    return "\n".join(["".join(parts), *blocks]) if blocks else "".join(parts)
 
 
 async def _body(request: Request) -> dict[str, Any]:
@@ -239,7 +263,7 @@ async def verify(env: str, request: Request) -> dict[str, Any]:
     out = dict(row)
     try:
         result: SessionReward = await sessions.verify(
-            sid, VerifyRequest(response=_answer(row["response"]))
+            sid, VerifyRequest(response=_answer(row["response"], _xlam(row)))
         )
     except NotFound as e:
         if opened:

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from typing import Any
 
@@ -313,3 +314,48 @@ def test_packed_and_call_unit_tests_and_a_zlib_bomb(url: str) -> None:
         r = _verify(url, "code", {**row, "verifier_metadata": {"unit_tests": unit_tests}}, right)
         assert r.status_code == 422 and says in r.text, (unit_tests, r.text)
     assert httpx.get(f"{url}/healthz", timeout=30).status_code == 200
+
+
+XLAM_ROW = {
+    "id": 3,
+    "responses_create_params": {
+        "input": [{"role": "user", "content": "Standings for stage 98765, then the weather?"}]
+    },
+    "expected_answers": [
+        {"name": "stagecompetitorstandings", "arguments": {"is_id": 98765}},
+        {"name": "get_weather", "arguments": {"city": "Paris"}},
+    ],
+}
+
+
+def _calls(*calls: tuple[str, Any], text: str = "") -> dict[str, Any]:
+    out: list[dict[str, Any]] = [
+        {"type": "function_call", "call_id": f"c{k}", "name": n, "arguments": json.dumps(a)}
+        for k, (n, a) in enumerate(calls)
+    ]
+    if text:
+        out.append(_response(text)["output"][0])
+    return {"id": "resp", "object": "response", "output": out}
+
+
+def test_an_xlam_fc_row_s_expected_answers_grade_the_function_calls(url: str) -> None:
+    """NeMo Gym's xlam_fc rows: the response's ``function_call`` items against
+    ``expected_answers``, all or nothing, in any order, only the expected arguments compared
+    (NeMo Gym's own xlam_fc server agrees case by case: test_nemo_gym_server.py)."""
+    standings = ("stagecompetitorstandings", {"is_id": 98765})
+    weather = ("get_weather", {"city": "Paris"})
+
+    def reward(response: dict[str, Any]) -> Any:
+        r = httpx.post(
+            f"{url}/nemo-gym/python/verify", json={**XLAM_ROW, "response": response}, timeout=120
+        )
+        assert r.status_code == 200, r.text
+        return r.json()["reward"]
+
+    assert reward(_calls(standings, weather)) == 1.0
+    assert reward(_calls(weather, standings, text="Here they are.")) == 1.0
+    assert reward(_calls(standings, ("get_weather", {"city": "Paris", "unit": "c"}))) == 1.0
+    assert reward(_calls(standings)) == 0.0
+    assert reward(_calls(standings, weather, weather)) == 0.0
+    assert reward(_calls(standings, ("get_weather", {"city": "Lyon"}))) == 0.0
+    assert reward(_response(json.dumps(XLAM_ROW["expected_answers"]))) == 0.0  # words, no calls

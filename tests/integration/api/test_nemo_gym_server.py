@@ -66,3 +66,29 @@ def test_shipped_resources_server_under_nemo_gym(url: str, tmp_path: Path) -> No
     assert got["refused"][0] == 422 and "`seed` must be an integer" in got["refused"][1]
     agent = got["metrics"]["agent_metrics"]  # NeMo Gym's own aggregate over referee's rewards
     assert agent["mean/reward"] == 0.5 and agent["max/reward"] == 1.0
+
+
+@pytest.mark.long  # NeMo Gym's own environment (built on first use) and its xlam_fc server
+@pytest.mark.timeout(1800)
+def test_xlam_fc_rows_score_as_nemo_gyms_own_xlam_fc_server(url: str, tmp_path: Path) -> None:
+    """NeMo Gym's xlam_fc rows (``expected_answers``, the model's ``function_call`` items) at
+    referee's ``/nemo-gym/python/verify`` against NeMo Gym's own xlam_fc server (the wheel's
+    ``resources_servers/xlam_fc``), on the wheel's recorded rollouts and on the ways a call can
+    be wrong or right (order, a call left out or added, an argument changed, left out, added,
+    an int as a float or as text, arguments that are not JSON, words in place of calls): the
+    same reward every time, and the recorded rollouts' rewards. The driver is
+    tests/integration/api/nemo_gym_xlam.py."""
+    out = tmp_path / "xlam.json"
+    done = subprocess.run(
+        [str(nemo_gym_python()), str(HERE / "nemo_gym_xlam.py"), url, str(out)],
+        capture_output=True, text=True, timeout=900, cwd=tmp_path, stdin=subprocess.DEVNULL,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-4000:]
+    results = json.loads(out.read_text())
+    assert len(results) > 60
+    for case, theirs, recorded, status, ours in results:
+        assert status == 200 and ours == theirs, (case, theirs, status, ours)
+        assert recorded is None or recorded == theirs, (case, recorded, theirs)
+    assert sum(r[2] is not None for r in results) == 5  # the wheel's rollouts
+    assert {r[1] for r in results} == {0.0, 1.0}
+    assert sum(r[1] for r in results) >= 15  # right ones among them, not only wrong ones

@@ -600,3 +600,22 @@ def test_llama_31_custom_tool_calls() -> None:
     assert grade_tool_calls(qwen, [weather]).score == 1.0
     flood = "<function=" * 200_000 + "f>{}"
     assert parse_tool_calls(flood)[0] == []
+
+
+def test_extra_arguments_ignored_compares_only_the_reference_ones() -> None:
+    """``extra_arguments="ignored"`` (NeMo Gym's xlam_fc): an argument the reference does not
+    give is not compared; the reference's own must still be there and equal."""
+    ref = [{"name": "get_weather", "arguments": {"city": "Paris"}}]
+
+    def block(arguments: dict[str, Any]) -> str:
+        return (
+            f"<tool_call>{json.dumps({'name': 'get_weather', 'arguments': arguments})}</tool_call>"
+        )
+
+    more = block({"city": "Paris", "unit": "celsius"})
+    assert grade_tool_calls(more, ref).score == 0.0
+    assert grade_tool_calls(more, ref, extra_arguments="ignored").score == 1.0
+    for wrong in ({"unit": "celsius"}, {"city": "Lyon", "unit": "celsius"}):
+        assert grade_tool_calls(block(wrong), ref, extra_arguments="ignored").score == 0.0
+    two = more + block({"city": "Paris"})  # a call more is still wrong
+    assert grade_tool_calls(two, ref, extra_arguments="ignored").score == 0.0
