@@ -76,10 +76,11 @@ class SQLGrader(_Model):
         "reference's text says `order by`).",
     )
     float_digits: int = Field(6, ge=0, le=15, description="Floats are rounded to this.")
-    extract: Literal["auto", "none"] = Field(
+    extract: Literal["auto", "none", "fence"] = Field(
         "auto",
         description="`auto`: the last ```sql block, else the last fenced block, else the text "
-        "(after </think>); `none`: the whole response is the query.",
+        "(after </think>); `none`: the whole response is the query; `fence`: the last ```sql "
+        "block only (none: no query, as NeMo Gym's bird_sql reads one).",
     )
     timeout_s: float = Field(2.0, gt=0, le=30, description="Deadline of each statement.")
     max_rows: int = Field(10_000, ge=1, le=1_000_000, description="Rows read back per query.")

@@ -159,7 +159,7 @@ def _sql(grader: dict[str, Any], response: str) -> Verdict:
         grader["reference"],
         ordered=grader.get("ordered"),
         float_digits=grader.get("float_digits", 6),
-        extract=grader.get("extract", "auto") != "none",
+        extract=grader.get("extract", "auto"),
         limits=SQLLimits(
             timeout_s=grader.get("timeout_s", 2.0), max_rows=grader.get("max_rows", 10_000)
         ),

@@ -106,11 +106,14 @@ _RESULT_FIELDS: Final = tuple(f.name for f in fields(SQLResult) if f.name != "ex
 # --- extraction ---------------------------------------------------------------------------
 
 
-def extract_sql(response: str) -> str | None:
+def extract_sql(response: str, fence_only: bool = False) -> str | None:
     """The query of a response: the last fenced ``sql`` block, else the last fenced block, else
     the text after ``</think>`` (or the whole text) when it reads as one statement; within the
-    last ``<answer>`` block where the response has one (R1-style answers)."""
+    last ``<answer>`` block where the response has one (R1-style answers). ``fence_only``: the
+    last fenced ``sql`` block alone, or none (as NeMo Gym's bird_sql server reads a query)."""
     text = after_thinking(response)
+    if fence_only:
+        return _last_sql_fence(text)
     opened = text.rfind("<answer>")
     if opened >= 0:
         inside = text[opened + len("<answer>") :]
@@ -128,6 +131,34 @@ def extract_sql(response: str) -> str | None:
         if first.lower() in ("sql", "sqlite") and rest:
             query = rest.strip()
     query = query.rstrip(";").strip()
+    return query or None
+
+
+_WORD_CHAR = re.compile(r"\w")
+_LETTER = re.compile(r"[A-Za-z]")
+_BOLD_HEAD = re.compile(r"^\*\*.*\*\*")
+
+
+def _last_sql_fence(text: str) -> str | None:
+    """The last ```sql block's body (the tag in any case, not ```sqlite; inline or on its own
+    lines, to the next ```; one with no letter skipped), a leading **bold** header dropped.
+    One pass: each opening finds its closing by one search forward."""
+    lower, found, at = text.lower(), None, 0
+    while (start := lower.find("```sql", at)) >= 0:
+        body_at = start + 6
+        if body_at < len(text) and _WORD_CHAR.match(text, body_at):
+            at = body_at  # ```sqlite, ```sql_x: another tag
+            continue
+        end = text.find("```", body_at)
+        if end < 0:
+            break
+        body = text[body_at:end]
+        if _LETTER.search(body):
+            found = body
+        at = end + 3
+    if found is None:
+        return None
+    query = _BOLD_HEAD.sub("", found.strip()).strip().rstrip(";").strip()
     return query or None
 
 
@@ -194,7 +225,7 @@ def sql_match(
     *,
     ordered: bool | None = None,
     float_digits: int = 6,
-    extract: bool = True,
+    extract: bool | str = True,
     limits: SQLLimits | None = None,
     database: str | None = None,
     compare: str = "multiset",
@@ -243,7 +274,10 @@ def sql_match(
     if want.rows is None:
         reason = f"the reference query failed ({want.outcome}): {want.reason}"
         return done(0.0, "bad_reference", reason=reason, valid=False, ordered=ordered)
-    query = extract_sql(response) if extract else (response.strip().rstrip(";") or None)
+    if extract in (True, "auto", "fence"):
+        query = extract_sql(response, fence_only=extract == "fence")
+    else:
+        query = response.strip().rstrip(";") or None
     if query is None:
         return done(0.0, "no_answer", reason="no SQL query in the response")
     got = _run(check_on(), spider_query(query) if spider else query, limits, float_digits)

@@ -98,6 +98,8 @@ def gym_grading(task: dict[str, Any]) -> None:
     - ``expected_answers`` (``[{"name", "arguments"}]``; its xlam_fc server): a ``tool_call``
       grader, all or nothing, the calls in any order, only the expected arguments compared, as
       that server matches the response's ``function_call`` items;
+    - ``gt_sql`` + ``db_id`` (its bird_sql server): an ``sql`` grader on the server's SQLite
+      file of that name, BIRD's set comparison, the query the last ```sql block (none: 0);
     - ``expected_answer`` alone (its math servers): the ``reference``.
     """
     metadata = task.get("verifier_metadata")
@@ -107,6 +109,14 @@ def gym_grading(task: dict[str, Any]) -> None:
             "instruction_id_list": task["instruction_id_list"],
             "kwargs": task.get("kwargs"),
             "aggregate": "all",
+        }
+    elif "grader" not in task and isinstance(task.get("gt_sql"), str) and task.get("db_id"):
+        task["grader"] = {  # its bird_sql server: BIRD's execution match on the row's database
+            "type": "sql",
+            "reference": task["gt_sql"],
+            "database": str(task["db_id"]),
+            "compare": "set",
+            "extract": "fence",
         }
     elif _xlam(task):
         task["grader"] = {

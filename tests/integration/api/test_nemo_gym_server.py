@@ -92,3 +92,43 @@ def test_xlam_fc_rows_score_as_nemo_gyms_own_xlam_fc_server(url: str, tmp_path: 
     assert sum(r[2] is not None for r in results) == 5  # the wheel's rollouts
     assert {r[1] for r in results} == {0.0, 1.0}
     assert sum(r[1] for r in results) >= 15  # right ones among them, not only wrong ones
+
+
+@pytest.mark.long  # NeMo Gym's own environment (built on first use) and its bird_sql server
+@pytest.mark.timeout(1800)
+def test_bird_sql_rows_score_as_nemo_gyms_own_bird_sql_server(
+    tmp_path: Path, referee_server_factory: Any
+) -> None:
+    """NeMo Gym's bird_sql rows (``gt_sql``, ``db_id``) at referee's ``/nemo-gym/python/verify``
+    (the database file from ``REFEREE_SQL_DATABASES_DIR``) against NeMo Gym's own bird_sql
+    server (the wheel's ``resources_servers/bird_sql``) on one SQLite file both read: queries
+    right and wrong, fenced as models fence them (``SQL``, inline, a bold header, two blocks,
+    ``sqlite``, no fence), and right by BIRD's set comparison though written otherwise
+    (DISTINCT, duplicated rows, another order): the same reward every time. The driver is
+    tests/integration/api/nemo_gym_bird.py."""
+    import sqlite3
+
+    databases = tmp_path / "bird" / "dev_20240627" / "dev_databases"
+    (databases / "concert").mkdir(parents=True)
+    with sqlite3.connect(databases / "concert" / "concert.sqlite") as db:
+        db.execute("CREATE TABLE singer(id INTEGER PRIMARY KEY, name TEXT, country TEXT, age INT)")
+        db.executemany(
+            "INSERT INTO singer VALUES (?, ?, ?, ?)",
+            [(i, f"singer {i % 9}", ["France", "Peru", "Japan"][i % 3], 20 + i % 31)
+             for i in range(60)],
+        )  # fmt: skip
+    env = {"REFEREE_SQL_DATABASES_DIR": str(databases)}
+    (tmp_path / "srv").mkdir()
+    server: Server = referee_server_factory(tmp_path / "srv", env, "bird")
+    out = tmp_path / "bird.json"
+    done = subprocess.run(
+        [str(nemo_gym_python()), str(HERE / "nemo_gym_bird.py"), str(server.url),
+         str(tmp_path / "bird"), str(out)],
+        capture_output=True, text=True, timeout=900, cwd=tmp_path, stdin=subprocess.DEVNULL,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-4000:]
+    results = json.loads(out.read_text())
+    assert len(results) == 63
+    for case, theirs, status, ours in results:
+        assert status == 200 and ours == theirs, (case, theirs, status, ours)
+    assert 15 <= sum(r[1] for r in results) <= 48  # right ones and wrong ones

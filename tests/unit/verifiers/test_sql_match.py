@@ -346,3 +346,22 @@ def test_a_database_file_that_is_missing_or_not_a_database_is_the_rows_fault(
         result = sql_match("SELECT 1", None, "SELECT 1", database=str(path))
         assert (result.outcome, result.valid) == ("bad_reference", False), path
         assert "database file cannot be read" in (result.reason or "")
+
+
+def test_fence_extraction_reads_the_last_sql_fence_only() -> None:
+    """``extract="fence"`` (NeMo Gym's bird_sql): the last ```sql block (any case, inline too,
+    a bold header dropped), never ```sqlite, an untagged fence or bare text; a flood of
+    openings is read in one pass."""
+    from referee.verifiers.sql import extract_sql
+
+    def fence(text: str) -> str | None:
+        return extract_sql(text, fence_only=True)
+
+    assert fence("```sql\nSELECT 1;\n```\n```SQL\nSELECT 2\n```") == "SELECT 2"
+    assert fence("So: ```sql SELECT 3``` done") == "SELECT 3"
+    assert fence("```sql\n**Query**\nSELECT 4\n```") == "SELECT 4"
+    for none in ("SELECT 1", "```\nSELECT 1\n```", "```sqlite\nSELECT 1\n```", "```sql\n```"):
+        assert fence(none) is None, none
+    assert fence("```sql " * 200_000) is None
+    assert sql_match("SELECT 1", SETUP, "SELECT 1", extract="fence").outcome == "no_answer"
+    assert sql_match("```sql\nSELECT 1\n```", SETUP, "SELECT 1", extract="fence").score == 1.0
