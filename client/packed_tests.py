@@ -21,7 +21,7 @@ import pickle
 import zlib
 from typing import Any
 
-__all__ = ["MAX_UNPACKED_BYTES", "unpack_tests"]
+__all__ = ["MAX_UNPACKED_BYTES", "plain_within_budget", "unpack_tests"]
 
 MAX_UNPACKED_BYTES = 256 * 1024 * 1024
 """The most a packed value may inflate to (TACO's largest rows hold some tens of megabytes)."""
@@ -51,7 +51,7 @@ def _inflate(data: bytes) -> bytes | None:
     return out
 
 
-def _within_budget(value: Any) -> bool:
+def plain_within_budget(value: Any, max_nodes: int = _MAX_NODES) -> bool:
     """Whether walking ``value`` (each reference counted) stays within the budget of nodes,
     characters and depth (a value that holds itself goes past the depth), and it holds only
     plain values."""
@@ -60,7 +60,7 @@ def _within_budget(value: Any) -> bool:
     while stack:
         item, depth = stack.pop()
         nodes += 1
-        if nodes > _MAX_NODES or depth > _MAX_DEPTH:
+        if nodes > max_nodes or depth > _MAX_DEPTH:
             return False
         if isinstance(item, str | bytes):
             chars += len(item)
@@ -91,7 +91,7 @@ def unpack_tests(text: str) -> Any | None:
         value = _PlainUnpickler(io.BytesIO(raw)).load()
     except Exception:  # any malformed pickle: not a packing
         return None
-    if not _within_budget(value):
+    if not plain_within_budget(value):
         return None
     if isinstance(value, bytes):
         value = value.decode("utf-8", errors="replace")

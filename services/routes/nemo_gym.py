@@ -14,6 +14,8 @@ integrations/nemo_gym/resources_servers/referee, which forwards here.
 
 from __future__ import annotations
 
+import asyncio
+import json
 from typing import Any
 
 from fastapi import Request, Response
@@ -22,6 +24,7 @@ from starlette.convertors import StringConvertor, register_url_convertor
 
 from referee.client.errors import InvalidRequest, NotFound
 from referee.client.grader_specs import pairs_as_tests, tool_call_blocks
+from referee.client.packed_tests import plain_within_budget
 from referee.client.session_models import (
     CreateSessionRequest,
     SessionReward,
@@ -100,6 +103,9 @@ def gym_grading(task: dict[str, Any]) -> None:
       that server matches the response's ``function_call`` items;
     - ``gt_sql`` + ``db_id`` (its bird_sql server): an ``sql`` grader on the server's SQLite
       file of that name, BIRD's set comparison, the query the last ```sql block (none: 0);
+    - ``schema_str`` (+ ``schema_type`` json, yaml or toml, ``response_mode``; its
+      structured_outputs server): a ``json_schema`` grader of the schema made strict as that
+      server makes it, on the payload it validates;
     - ``expected_answer`` alone (its math servers): the ``reference``.
     """
     metadata = task.get("verifier_metadata")
@@ -118,6 +124,8 @@ def gym_grading(task: dict[str, Any]) -> None:
             "compare": "set",
             "extract": "fence",
         }
+    elif _structured(task):
+        task["grader"] = _structured_grader(task)
     elif _xlam(task):
         task["grader"] = {
             "type": "tool_call",
@@ -138,6 +146,110 @@ def gym_grading(task: dict[str, Any]) -> None:
         task.setdefault("comparison", "lcb")  # LiveCodeBench's evaluator: NeMo Gym runs its copy
     if "reference" not in task and "grader" not in task and "expected_answer" in task:
         task["reference"] = task.pop("expected_answer")
+
+
+def _row_answer(row: dict[str, Any]) -> str | None:
+    """What the row's grader scores of its ``response``: for xlam_fc rows the function calls
+    alone, for structured_outputs rows the payload that server validates, else the text."""
+    if _xlam(row):
+        return _answer(row["response"], calls_only=True)
+    if _structured(row):
+        return _structured_answer(row)
+    return _answer(row["response"])
+
+
+async def _row_answer_off_loop(row: dict[str, Any]) -> str | None:
+    """:func:`_row_answer`, a structured row's parse (YAML is slow on megabytes) off the loop."""
+    if not _structured(row):
+        return _row_answer(row)
+    return await asyncio.to_thread(_row_answer, row)
+
+
+def _structured(row: dict[str, Any]) -> bool:
+    """Whether the row is graded as NeMo Gym's structured_outputs grades it (its
+    ``schema_str``, no grader of its own)."""
+    return "grader" not in row and isinstance(row.get("schema_str"), str)
+
+
+_STRUCTURED_TYPES = ("json", "yaml", "toml")
+
+
+def _structured_grader(task: dict[str, Any]) -> dict[str, Any]:
+    """structured_outputs' check as a ``json_schema`` grader: the schema made strict as that
+    server makes it (every object's properties all required, no others), ``format`` an
+    annotation as there (its OpenAPI validator is given no format checker), the value the
+    whole payload (:func:`_structured_answer`)."""
+    kind = str(task.get("schema_type") or "json").lower()
+    if kind not in _STRUCTURED_TYPES:
+        raise InvalidRequest(
+            f"a structured_outputs row of schema_type {kind!r}: referee grades json, yaml and "
+            "toml ones (a row's own `grader` can score others)"
+        )
+    try:
+        schema = json.loads(task["schema_str"])
+    except (ValueError, RecursionError) as e:
+        raise InvalidRequest(f"the row's `schema_str` is not JSON: {e}") from e
+    _strictify(schema)
+    return {"type": "json_schema", "schema": schema, "extract": "none"}
+
+
+def _strictify(schema: Any, depth: int = 0) -> None:
+    """In place: each object (reached through objects, as structured_outputs walks them) with
+    ``properties`` requires them all and allows no others."""
+    if not isinstance(schema, dict) or depth > 200:
+        return
+    if "properties" in schema:
+        schema["required"] = list(schema["properties"])
+        schema["additionalProperties"] = False
+    for value in schema.values():
+        _strictify(value, depth + 1)
+
+
+def _structured_answer(row: dict[str, Any]) -> str:
+    """The value structured_outputs validates, as JSON text (``""``: none, a 0): in
+    ``response_mode: tool_call`` the arguments of the response's one function call (of
+    ``tool_name`` when given; its ``tool_payload_key`` when given), else the response's text,
+    a YAML or TOML one parsed."""
+    response = row["response"] if isinstance(row.get("response"), dict) else {}
+    if row.get("response_mode") == "tool_call":
+        if response.get("error") is not None:
+            return ""
+        items = [i for i in response.get("output") or [] if isinstance(i, dict)]
+        calls = [i for i in items if i.get("type") == "function_call"]
+        if len(calls) != 1 or (row.get("tool_name") and calls[0].get("name") != row["tool_name"]):
+            return ""
+        arguments = calls[0].get("arguments")
+        if isinstance(arguments, str):
+            try:
+                arguments = json.loads(arguments)
+            except (ValueError, RecursionError):
+                return ""
+        if not isinstance(arguments, dict):
+            return ""
+        key = row.get("tool_payload_key")
+        if key:
+            if key not in arguments:
+                return ""
+            arguments = arguments[key]
+        return json.dumps(arguments)
+    text = _answer(response, with_calls=False) or ""
+    kind = str(row.get("schema_type") or "json").lower()
+    if kind == "json" or not text.strip():
+        return text
+    try:
+        if kind == "yaml":
+            import yaml
+
+            value = yaml.safe_load(text)
+        else:
+            import tomllib
+
+            value = tomllib.loads(text)
+    except Exception:  # the peer's parse error: no value
+        return ""
+    if not plain_within_budget(value, max_nodes=2 * len(text) + 100):
+        return ""  # YAML's aliases unfold past the text's own size: a bomb, no value
+    return json.dumps(value, default=str)
 
 
 def _xlam(row: dict[str, Any]) -> bool:
@@ -220,7 +332,7 @@ def _unit_tests(spec: Any) -> list[dict[str, Any]]:
     return tests
 
 
-def _answer(response: Any, calls_only: bool = False) -> str | None:
+def _answer(response: Any, calls_only: bool = False, with_calls: bool = True) -> str | None:
     """The assistant text of a Responses API object (its ``output`` messages), and its
     ``function_call`` items as the Hermes blocks the ``tool_call`` grader reads (NeMo Gym's
     tool-calling servers, xlam_fc's, grade those items). ``calls_only``: the items alone, as
@@ -235,7 +347,7 @@ def _answer(response: Any, calls_only: bool = False) -> str | None:
         for part in item.get("content") or []
         if isinstance(part, dict) and part.get("type") == "output_text"
     ]
-    calls = [item for item in items if item.get("type") == "function_call"]
+    calls = [item for item in items if item.get("type") == "function_call" and with_calls]
     blocks = tool_call_blocks(calls)
     if not parts and not blocks:
         return "" if calls_only else None  # no call made: an answer, not the last one
@@ -273,7 +385,7 @@ async def verify(env: str, request: Request) -> dict[str, Any]:
     out = dict(row)
     try:
         result: SessionReward = await sessions.verify(
-            sid, VerifyRequest(response=_answer(row["response"], _xlam(row)))
+            sid, VerifyRequest(response=await _row_answer_off_loop(row))
         )
     except NotFound as e:
         if opened:

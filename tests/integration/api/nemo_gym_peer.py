@@ -27,6 +27,8 @@ REQUIREMENTS = [
     "omegaconf==2.3.1", "hydra-core==1.3.8", "orjson==3.13.0", "requests==2.34.2",
     "itsdangerous==2.2.0", "psutil==7.2.2", "rich==15.0.0", "ray==2.60.0", "yappi==1.7.6",
     "pydot==4.0.1", "pandas==3.1.1", "scipy==1.17.1", "wandb==0.31.0",
+    # its structured_outputs server's (resources_servers/structured_outputs/requirements.txt)
+    "openapi-schema-validator==0.6.3", "xmltodict==1.0.2", "tomli-w==1.2.0", "pyyaml==6.0.3",
 ]  # fmt: skip
 
 

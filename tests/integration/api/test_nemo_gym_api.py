@@ -359,3 +359,47 @@ def test_an_xlam_fc_row_s_expected_answers_grade_the_function_calls(url: str) ->
     assert reward(_calls(standings, weather, weather)) == 0.0
     assert reward(_calls(standings, ("get_weather", {"city": "Lyon"}))) == 0.0
     assert reward(_response(json.dumps(XLAM_ROW["expected_answers"]))) == 0.0  # words, no calls
+
+
+SCHEMA = {
+    "type": "object",
+    "properties": {"name": {"type": "string"}, "born": {"type": "string", "format": "date"}},
+}
+
+
+def test_a_structured_outputs_row_s_schema_grades_the_payload(url: str) -> None:
+    """NeMo Gym's structured_outputs rows: the schema made strict as that server makes it (all
+    properties required, no others), on the whole text (JSON, YAML, TOML) or a
+    tool call's arguments; a schema type referee does not read is a 422 saying so (NeMo Gym's
+    own server agrees case by case: test_nemo_gym_server.py)."""
+    row = {
+        "responses_create_params": {"input": "Who was born when?"},
+        "schema_str": json.dumps(SCHEMA),
+        "schema_type": "json",
+    }
+    good = {"name": "Ada", "born": "1815-12-10"}
+
+    def reward(row: dict[str, Any], response: dict[str, Any]) -> Any:
+        r = httpx.post(f"{url}/nemo-gym/python/verify", json={**row, "response": response})
+        return r.json()["reward"] if r.status_code == 200 else (r.status_code, r.text)
+
+    assert reward(row, _response(json.dumps(good))) == 1.0
+    assert reward(row, _response(json.dumps({"name": "Ada"}))) == 0.0  # strict: born required
+    assert reward(row, _response(json.dumps({**good, "x": 1}))) == 0.0
+    # `format` is an annotation there too (its validator is given no format checker)
+    assert reward(row, _response(json.dumps({**good, "born": "10/12/1815"}))) == 1.0
+    assert reward(row, _response(f"```json\n{json.dumps(good)}\n```")) == 0.0  # whole text
+    yaml_row = {**row, "schema_type": "yaml"}
+    assert reward(yaml_row, _response("name: Ada\nborn: '1815-12-10'\n")) == 1.0
+    bomb = "a: &a [x, x, x, x, x, x, x, x, x]\n" + "".join(
+        f"{c}: &{c} [*{p}, *{p}, *{p}, *{p}, *{p}, *{p}, *{p}, *{p}, *{p}]\n"
+        for p, c in zip("abcdefgh", "bcdefghi", strict=True)
+    )
+    assert reward(yaml_row, _response(bomb)) == 0.0  # 9**9 by reference: no value, no hang
+    tool_row = {**row, "response_mode": "tool_call", "tool_payload_key": "record"}
+    call = {"type": "function_call", "call_id": "c", "name": "emit"}
+    args = json.dumps({"record": good})
+    assert reward(tool_row, {"output": [{**call, "arguments": args}]}) == 1.0
+    assert reward(tool_row, {"output": [{**call, "arguments": json.dumps(good)}]}) == 0.0
+    status, text = reward({**row, "schema_type": "xml"}, _response("<a/>"))
+    assert status == 422 and "json, yaml and toml" in text

@@ -132,3 +132,25 @@ def test_bird_sql_rows_score_as_nemo_gyms_own_bird_sql_server(
     for case, theirs, status, ours in results:
         assert status == 200 and ours == theirs, (case, theirs, status, ours)
     assert 15 <= sum(r[1] for r in results) <= 48  # right ones and wrong ones
+
+
+@pytest.mark.long  # NeMo Gym's own environment (built on first use), its structured_outputs
+@pytest.mark.timeout(1800)
+def test_structured_outputs_rows_score_as_nemo_gyms_own_server(url: str, tmp_path: Path) -> None:
+    """NeMo Gym's structured_outputs rows (``schema_str``, ``schema_type`` json, yaml or toml,
+    ``response_mode`` text or tool_call) at referee's ``/nemo-gym/python/verify`` against NeMo
+    Gym's own structured_outputs server (the wheel's), on the wheel's example rows: a value that
+    validates and its breakages (a property left out or added, another type, a date that is
+    not one, a fence, words; a tool call's name, count, arguments and payload key): the same
+    reward every time. The driver is tests/integration/api/nemo_gym_structured.py."""
+    out = tmp_path / "structured.json"
+    done = subprocess.run(
+        [str(nemo_gym_python()), str(HERE / "nemo_gym_structured.py"), url, str(out)],
+        capture_output=True, text=True, timeout=900, cwd=tmp_path, stdin=subprocess.DEVNULL,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-4000:]
+    results = json.loads(out.read_text())
+    assert len(results) > 80
+    for case, theirs, status, ours in results:
+        assert status == 200 and ours == theirs, (case, theirs, status, ours)
+    assert 10 <= sum(r[1] for r in results) <= len(results) - 30  # right ones and wrong ones
