@@ -101,17 +101,58 @@ def _defined_here(_obj):
     return _code is not None and _code.co_filename == "tests.py"
 
 
-def _run_test_functions(_namespace, _before):
+def _pytest_file(_source):
+    # a file of imports, definitions and constants only (pytest's shape), not one whose own
+    # statements assert and call: there a test* function that takes arguments is a helper
+    import ast as _ast
+
+    _kinds = (
+        _ast.Import, _ast.ImportFrom, _ast.FunctionDef, _ast.AsyncFunctionDef, _ast.ClassDef,
+        _ast.Assign, _ast.AnnAssign, _ast.If,
+    )
+    try:
+        _body = _ast.parse(_source).body
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return False
+    for _node in _body:
+        _doc = isinstance(_node, _ast.Expr) and isinstance(_node.value, _ast.Constant)
+        if not (_doc or isinstance(_node, _kinds)):
+            return False
+    return True
+
+
+def _required(_fn):
+    _code = _fn.__code__
+    _kw = _code.co_kwonlyargcount - len(_fn.__kwdefaults__ or {})
+    return _code.co_argcount - len(_fn.__defaults__ or ()) + _kw
+
+
+def _call_test(_fn):
+    import inspect as _inspect
+
+    if _inspect.iscoroutinefunction(_fn):  # an async test: run to its end, not left unawaited
+        import asyncio as _asyncio
+
+        return _asyncio.run(_fn())
+    return _fn()
+
+
+def _run_test_functions(_namespace, _before, _source):
     # what pytest collects from a test file: its functions named test*, its classes named
     # Test* (their test* methods, a unittest.TestCase by unittest), in the file's order
     import unittest as _unittest
 
     _ran = 0
+    _pure = None
     for _name, _obj in list(_namespace.items()):
         if _before.get(_name) is _obj or not _name.lower().startswith("test"):
             continue
         if _name.startswith("test") and callable(_obj) and _defined_here(_obj):
-            _obj()
+            if _required(_obj):  # pytest's fixtures: none here, so it fails, in a pytest file
+                _pure = _pytest_file(_source) if _pure is None else _pure
+                if not _pure:
+                    continue
+            _call_test(_obj)
             _ran += 1
         elif _name.startswith("Test") and isinstance(_obj, type):
             if not any(_defined_here(_v) for _v in vars(_obj).values()):
@@ -129,7 +170,7 @@ def _run_test_functions(_namespace, _before):
                 _instance = _obj()
                 if callable(getattr(_instance, "setup_method", None)):
                     _instance.setup_method(getattr(_instance, _method))
-                getattr(_instance, _method)()
+                _call_test(getattr(_instance, _method))
                 _ran += 1
     return _ran
 
@@ -141,7 +182,7 @@ def _main():
     _as_module(_namespace)
     _before = dict(_namespace)
     exec(compile(_request["test_code"], "tests.py", "exec"), _namespace)
-    _run_test_functions(_namespace, _before)
+    _run_test_functions(_namespace, _before, _request["test_code"])
     _entry = _request.get("entry_point")
     if _entry:
         _namespace["check"](_namespace[_entry])

@@ -260,6 +260,24 @@ def test_pytest_style_test_files_run_their_test_functions(backend: BwrapBackend)
     fixture = AssertTest("def test_needs(tmp_path):\n    assert tmp_path\n")
     result = run_tests(right, "python", [fixture], backend=backend)
     assert result.tests[0].outcome is not TestOutcome.PASSED
+    # assert-style test code whose own statements call a test* helper that takes arguments:
+    # the helper is not called bare (it is no pytest test there)
+    helper_test = AssertTest(
+        "def test_pair(a, k, want):\n    assert has_pair_with_sum(a, k) is want\n"
+        "test_pair([4, 4], 8, True)\ntest_pair([4], 8, False)\n"
+    )
+    outcomes = [
+        run_tests(p, "python", [helper_test], backend=backend).tests[0].outcome
+        for p in (right, wrong)
+    ]
+    assert outcomes[0] is TestOutcome.PASSED and outcomes[1] is not TestOutcome.PASSED
+    # an async test runs to its end: its failing assert fails it, not an unawaited coroutine
+    asynchronous = AssertTest(
+        "from solution import has_pair_with_sum\n\n"
+        "async def test_async():\n    assert has_pair_with_sum([1], 2) is True\n"
+    )
+    result = run_tests(right, "python", [asynchronous], backend=backend)
+    assert result.tests[0].outcome is not TestOutcome.PASSED
 
 
 def test_assert_tests_exiting_early_is_not_a_pass(backend: BwrapBackend) -> None:
