@@ -11,24 +11,16 @@ is validated by bird_sql's own request model. argv: referee's url, the BIRD fold
 from __future__ import annotations
 
 import asyncio
-import importlib.util
 import json
 import sys
 from pathlib import Path
 from typing import Any
 from unittest.mock import MagicMock
 
-import httpx
-import resources_servers
 from nemo_gym.server_utils import ServerClient
+from nemo_gym_servers import load_app, response, said, score_both
 
-HERE = Path(next(iter(resources_servers.__path__))) / "bird_sql"  # a namespace package
-sys.path.insert(0, str(HERE))  # app.py imports its eval_utils and setup_bird_sql beside it
-spec = importlib.util.spec_from_file_location("bird_sql_app", HERE / "app.py")
-assert spec and spec.loader
-bird = importlib.util.module_from_spec(spec)
-sys.modules[spec.name] = bird
-spec.loader.exec_module(bird)
+bird = load_app("bird_sql")  # its app.py imports its eval_utils and setup_bird_sql beside it
 
 ROWS = [
     ("SELECT name FROM singer WHERE country = 'France'", "concert"),
@@ -65,19 +57,6 @@ SWAPS = {  # right by BIRD's set comparison though written otherwise, or wrong
 }
 
 
-def _response(text: str) -> dict[str, Any]:
-    output = [
-        {
-            "id": "msg", "type": "message", "role": "assistant", "status": "completed",
-            "content": [{"type": "output_text", "text": text, "annotations": []}],
-        }
-    ]  # fmt: skip
-    return {
-        "id": "resp", "created_at": 0.0, "model": "policy", "object": "response",
-        "output": output, "parallel_tool_calls": True, "tool_choice": "auto", "tools": [],
-    }  # fmt: skip
-
-
 def cases() -> list[tuple[str, dict[str, Any]]]:
     out = []
     for k, (gold, db_id) in enumerate(ROWS):
@@ -89,7 +68,7 @@ def cases() -> list[tuple[str, dict[str, Any]]]:
             "id": k,
         }
         for answer in [a.format(q=gold) for a in ANSWERS] + SWAPS[db_id]:
-            out.append((f"row {k}: {answer[:60]!r}", {**row, "response": _response(answer)}))
+            out.append((f"row {k}: {answer[:60]!r}", {**row, "response": response([said(answer)])}))
     return out
 
 
@@ -98,14 +77,7 @@ async def main(url: str, folder: str, path: str) -> None:
         host="127.0.0.1", port=0, entrypoint="", name="bird_sql", bird_sql_dir=folder
     )
     server = bird.BirdSqlResourcesServer(config=config, server_client=MagicMock(spec=ServerClient))
-    results = []
-    with httpx.Client(base_url=f"{url}/nemo-gym/python", timeout=120) as client:
-        for case, body in cases():
-            request = bird.BirdSqlVerifyRequest.model_validate(body)
-            theirs = (await server.verify(request)).reward
-            r = client.post("/verify", json=request.model_dump(mode="json"))
-            ours = r.json().get("reward") if r.status_code == 200 else r.text
-            results.append([case, theirs, r.status_code, ours])
+    results = await score_both(url, server, bird.BirdSqlVerifyRequest, cases())
     Path(path).write_text(json.dumps(results, indent=1))
 
 

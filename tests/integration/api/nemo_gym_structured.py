@@ -18,25 +18,19 @@ from __future__ import annotations
 
 import asyncio
 import copy
-import importlib.util
 import json
 import sys
 from pathlib import Path
 from typing import Any
 from unittest.mock import MagicMock
 
-import httpx
-import resources_servers
 import tomli_w
 import yaml
 from nemo_gym.server_utils import ServerClient
+from nemo_gym_servers import call, load_app, response, said, score_both, server_folder
 
-HERE = Path(next(iter(resources_servers.__path__))) / "structured_outputs"  # namespace package
-spec = importlib.util.spec_from_file_location("structured_outputs_app", HERE / "app.py")
-assert spec and spec.loader
-so = importlib.util.module_from_spec(spec)
-sys.modules[spec.name] = so
-spec.loader.exec_module(so)
+HERE = server_folder("structured_outputs")
+so = load_app("structured_outputs")
 
 FORMATS = {"date": "2020-01-02", "date-time": "2020-01-02T03:04:05Z", "email": "a@b.co"}
 
@@ -85,25 +79,6 @@ def breakages(schema: dict[str, Any], good: Any) -> list[tuple[str, Any]]:
     return out
 
 
-def _response(output: list[dict[str, Any]]) -> dict[str, Any]:
-    return {
-        "id": "resp", "created_at": 0.0, "model": "policy", "object": "response",
-        "output": output, "parallel_tool_calls": True, "tool_choice": "auto", "tools": [],
-    }  # fmt: skip
-
-
-def _said(text: str) -> dict[str, Any]:
-    return {
-        "id": "msg", "type": "message", "role": "assistant", "status": "completed",
-        "content": [{"type": "output_text", "text": text, "annotations": []}],
-    }  # fmt: skip
-
-
-def _call(name: str, arguments: Any, k: int = 0) -> dict[str, Any]:
-    text = arguments if isinstance(arguments, str) else json.dumps(arguments)
-    return {"type": "function_call", "call_id": f"c{k}", "name": name, "arguments": text}
-
-
 def _text(kind: str, value: Any) -> str:
     if kind == "yaml":
         return yaml.safe_dump(value, sort_keys=False)
@@ -130,33 +105,33 @@ def cases() -> list[tuple[str, dict[str, Any]]]:
             if tool_mode:
                 key, tool = row.get("tool_payload_key"), row.get("tool_name") or "emit"
                 arguments = {key: value} if key else value
-                outputs = [(case, [_call(tool, arguments)])]
+                outputs = [(case, [call(tool, arguments)])]
                 if case == "valid":
                     outputs += [
-                        ("another tool", [_call(tool + "_other", arguments)]),
-                        ("two calls", [_call(tool, arguments), _call(tool, arguments, 1)]),
-                        ("no call", [_said(json.dumps(arguments))]),
-                        ("arguments not JSON", [_call(tool, "{nope")]),
-                        ("words and the call", [_said("Here."), _call(tool, arguments)]),
+                        ("another tool", [call(tool + "_other", arguments)]),
+                        ("two calls", [call(tool, arguments), call(tool, arguments, 1)]),
+                        ("no call", [said(json.dumps(arguments))]),
+                        ("arguments not JSON", [call(tool, "{nope")]),
+                        ("words and the call", [said("Here."), call(tool, arguments)]),
                     ]
                     if key:
-                        outputs.append(("no payload key", [_call(tool, {"other": value})]))
+                        outputs.append(("no payload key", [call(tool, {"other": value})]))
             else:
                 text = _text(kind, value)
-                outputs = [(case, [_said(text)])]
+                outputs = [(case, [said(text)])]
                 if case == "valid":
                     outputs += [
-                        ("fenced", [_said(f"```{kind}\n{text}\n```")]),
-                        ("padded", [_said(f"\n  {text}\n")]),
+                        ("fenced", [said(f"```{kind}\n{text}\n```")]),
+                        ("padded", [said(f"\n  {text}\n")]),
                         (
                             "two parts",
-                            [_said(text[: len(text) // 2]), _said(text[len(text) // 2 :])],
+                            [said(text[: len(text) // 2]), said(text[len(text) // 2 :])],
                         ),
-                        ("words", [_said("I cannot answer that.")]),
+                        ("words", [said("I cannot answer that.")]),
                         ("nothing", []),
                     ]
             for label, output in outputs:
-                out.append((f"{name} ({kind}) {label}", {**row, "response": _response(output)}))
+                out.append((f"{name} ({kind}) {label}", {**row, "response": response(output)}))
     return out
 
 
@@ -167,14 +142,7 @@ async def main(url: str, path: str) -> None:
     server = so.StructuredOutputsResourcesServer(
         config=config, server_client=MagicMock(spec=ServerClient)
     )
-    results = []
-    with httpx.Client(base_url=f"{url}/nemo-gym/python", timeout=120) as client:
-        for case, body in cases():
-            request = so.StructuredOutputsVerifyRequest.model_validate(body)
-            theirs = (await server.verify(request)).reward
-            r = client.post("/verify", json=request.model_dump(mode="json"))
-            ours = r.json().get("reward") if r.status_code == 200 else r.text
-            results.append([case, theirs, r.status_code, ours])
+    results = await score_both(url, server, so.StructuredOutputsVerifyRequest, cases())
     Path(path).write_text(json.dumps(results, indent=1))
 
 

@@ -13,42 +13,17 @@ None, referee's status, referee's reward]``).
 from __future__ import annotations
 
 import asyncio
-import importlib.util
 import json
 import sys
 from pathlib import Path
 from typing import Any
 from unittest.mock import MagicMock
 
-import httpx
-import resources_servers
 from nemo_gym.server_utils import ServerClient
+from nemo_gym_servers import call, load_app, response, said, score_both, server_folder
 
-HERE = Path(next(iter(resources_servers.__path__))) / "xlam_fc"  # a namespace package
-spec = importlib.util.spec_from_file_location("xlam_fc_app", HERE / "app.py")
-assert spec and spec.loader
-xlam = importlib.util.module_from_spec(spec)
-sys.modules[spec.name] = xlam
-spec.loader.exec_module(xlam)
-
-
-def _call(name: str, arguments: Any, k: int) -> dict[str, Any]:
-    text = arguments if isinstance(arguments, str) else json.dumps(arguments)
-    return {"type": "function_call", "call_id": f"call_{k}", "name": name, "arguments": text}
-
-
-def _response(output: list[dict[str, Any]]) -> dict[str, Any]:
-    return {
-        "id": "resp", "created_at": 0.0, "model": "policy", "object": "response",
-        "output": output, "parallel_tool_calls": True, "tool_choice": "auto", "tools": [],
-    }  # fmt: skip
-
-
-def _said(text: str) -> dict[str, Any]:
-    return {
-        "id": "msg", "type": "message", "role": "assistant", "status": "completed",
-        "content": [{"type": "output_text", "text": text, "annotations": []}],
-    }  # fmt: skip
+HERE = server_folder("xlam_fc")
+xlam = load_app("xlam_fc")
 
 
 def cases() -> list[tuple[str, dict[str, Any], float | None]]:
@@ -68,23 +43,23 @@ def cases() -> list[tuple[str, dict[str, Any], float | None]]:
         def add(
             case: str, output: list[dict[str, Any]], row: dict[str, Any] = row, name: str = name
         ) -> None:
-            out.append((f"{name}: {case}", {**row, "response": _response(output)}, None))
+            out.append((f"{name}: {case}", {**row, "response": response(output)}, None))
 
-        exact = [_call(c["name"], c["arguments"], k) for k, c in enumerate(want)]
+        exact = [call(c["name"], c["arguments"], k) for k, c in enumerate(want)]
         add("the expected calls", exact)
-        add("the calls, then words", [*exact, _said("Here you are.")])
-        add("words, then the calls", [_said("Let me look that up."), *exact])
+        add("the calls, then words", [*exact, said("Here you are.")])
+        add("words, then the calls", [said("Let me look that up."), *exact])
         add("reversed", exact[::-1])
         add("one left out", exact[:-1])
-        add("one more", [*exact, _call(want[0]["name"], want[0]["arguments"], 9)])
-        add("words only", [_said(json.dumps(want))])
-        add("arguments not JSON", [_call(c["name"], "{oops", k) for k, c in enumerate(want)])
+        add("one more", [*exact, call(want[0]["name"], want[0]["arguments"], 9)])
+        add("words only", [said(json.dumps(want))])
+        add("arguments not JSON", [call(c["name"], "{oops", k) for k, c in enumerate(want)])
         add(
             "another name",
-            [_call(c["name"] + "_v2", c["arguments"], k) for k, c in enumerate(want)],
+            [call(c["name"] + "_v2", c["arguments"], k) for k, c in enumerate(want)],
         )
         extra = [
-            _call(c["name"], {**c["arguments"], "verbose": True}, k) for k, c in enumerate(want)
+            call(c["name"], {**c["arguments"], "verbose": True}, k) for k, c in enumerate(want)
         ]
         add("an argument more", extra)
         for k, c in enumerate(want):
@@ -96,24 +71,24 @@ def cases() -> list[tuple[str, dict[str, Any], float | None]]:
                     changed[k]["arguments"] = {**c["arguments"], key: float(value)}
                     add(
                         f"{key} as a float",
-                        [_call(x["name"], x["arguments"], j) for j, x in enumerate(changed)],
+                        [call(x["name"], x["arguments"], j) for j, x in enumerate(changed)],
                     )
                     changed[k]["arguments"] = {**c["arguments"], key: str(value)}
                     add(
                         f"{key} as text",
-                        [_call(x["name"], x["arguments"], j) for j, x in enumerate(changed)],
+                        [call(x["name"], x["arguments"], j) for j, x in enumerate(changed)],
                     )
                 elif isinstance(value, str):
                     changed[k]["arguments"] = {**c["arguments"], key: value.upper() + "x"}
                     add(
                         f"{key} changed",
-                        [_call(x["name"], x["arguments"], j) for j, x in enumerate(changed)],
+                        [call(x["name"], x["arguments"], j) for j, x in enumerate(changed)],
                     )
                 without = {a: b for a, b in c["arguments"].items() if a != key}
                 changed[k]["arguments"] = without
                 add(
                     f"{key} left out",
-                    [_call(x["name"], x["arguments"], j) for j, x in enumerate(changed)],
+                    [call(x["name"], x["arguments"], j) for j, x in enumerate(changed)],
                 )
     return out
 
@@ -121,14 +96,12 @@ def cases() -> list[tuple[str, dict[str, Any], float | None]]:
 async def main(url: str, path: str) -> None:
     config = xlam.XlamFcResourcesServerConfig(host="127.0.0.1", port=0, entrypoint="", name="")
     server = xlam.XlamFcResourcesServer(config=config, server_client=MagicMock(spec=ServerClient))
-    results = []
-    with httpx.Client(base_url=f"{url}/nemo-gym/python", timeout=120) as client:
-        for case, body, recorded in cases():
-            request = xlam.XlamFcVerifyRequest.model_validate(body)
-            theirs = (await server.verify(request)).reward
-            r = client.post("/verify", json=request.model_dump(mode="json"))
-            ours = r.json().get("reward") if r.status_code == 200 else r.text
-            results.append([case, theirs, recorded, r.status_code, ours])
+    made = cases()
+    scored = await score_both(url, server, xlam.XlamFcVerifyRequest, [c[:2] for c in made])
+    results = [
+        [case, theirs, c[2], status, ours]
+        for c, (case, theirs, status, ours) in zip(made, scored, strict=True)
+    ]
     Path(path).write_text(json.dumps(results, indent=1))
 
 
