@@ -155,7 +155,11 @@ def _row_answer(row: dict[str, Any]) -> str | None:
         return _answer(row["response"], calls_only=True)
     if _structured(row):
         return _structured_answer(row)
-    return _answer(row["response"])
+    grader = row.get("grader")
+    graded_calls = isinstance(grader, dict) and grader.get("type") == "tool_call"
+    # the calls only where a tool_call grader reads them: a math answer given after a tool
+    # call (math_with_code's rows) is its text, not the call's arguments
+    return _answer(row["response"], with_calls=graded_calls)
 
 
 async def _row_answer_off_loop(row: dict[str, Any]) -> str | None:

@@ -403,3 +403,21 @@ def test_a_structured_outputs_row_s_schema_grades_the_payload(url: str) -> None:
     assert reward(tool_row, {"output": [{**call, "arguments": json.dumps(good)}]}) == 0.0
     status, text = reward({**row, "schema_type": "xml"}, _response("<a/>"))
     assert status == 422 and "json, yaml and toml" in text
+
+
+def test_a_math_answer_after_a_tool_call_is_its_text(url: str) -> None:
+    """A row graded on its text (math, here) reads the response's text only: the arguments of
+    a tool call made on the way (a code tool's, math_with_code's rows) are not its answer; a
+    row whose own grader is a tool_call grader reads the calls."""
+    row = {**ROW, "reference": "7"}
+    tool = {"type": "function_call", "call_id": "c", "name": "python", "arguments": '{"x": 8}'}
+    response = _response("Adding up, I get 7.")
+    response["output"].insert(0, tool)
+    r = httpx.post(f"{url}/nemo-gym/python/verify", json={**row, "response": response})
+    assert r.status_code == 200 and r.json()["reward"] == 1.0, r.text
+    graded = {
+        **row,
+        "grader": {"type": "tool_call", "reference": [{"name": "python", "arguments": {"x": 8}}]},
+    }
+    r = httpx.post(f"{url}/nemo-gym/python/verify", json={**graded, "response": response})
+    assert r.status_code == 200 and r.json()["reward"] == 1.0, r.text
