@@ -253,6 +253,12 @@ class SandboxRunResponse(ExecutionResult):
 class LanguageInfo(_Model):
     name: str
     compiled: bool
+    packages: list[str] = Field(
+        default_factory=list,
+        description="Python: the distributions (name==version) of the server's environment a "
+        "program may import besides the standard library (REFEREE_SANDBOX_PYTHON_PACKAGES); "
+        "the docker backend's image has its own.",
+    )
 
 
 class SandboxLanguages(_Model):

@@ -27,7 +27,7 @@ dockerd_log="${REFEREE_DOCKERD_LOG:-/var/log/referee-dockerd.log}"
 # Measured on this machine kind (bookworm, fresh): python3 + gcc + g++ alone is a 0.4 GB root in
 # 53 s of debootstrap; adding nodejs, default-jdk-headless, golang-go and rustc makes it 2.1 GB in
 # 70 s (+6 s tar, +15 s import): cheap enough to have every language in the image.
-toolchains="${REFEREE_SANDBOX_TOOLCHAINS:-python3 gcc g++ libc6-dev nodejs default-jdk-headless golang-go rustc}"
+toolchains="${REFEREE_SANDBOX_TOOLCHAINS:-python3 python3-pytest python3-numpy gcc g++ libc6-dev nodejs default-jdk-headless golang-go rustc}"
 rebuild="${REFEREE_REBUILD:-0}"
 export DEBIAN_FRONTEND=noninteractive
 

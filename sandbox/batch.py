@@ -60,6 +60,7 @@ class BatchSandbox:
         self._cgroup: RunCgroup | None = None
         self._cpu_used = 0.0
         self._limit_as = template.limit_address_space
+        self._site: list[str] = []
         self._start(template, python_exe)
 
     # -- start --------------------------------------------------------------------------------
@@ -74,8 +75,14 @@ class BatchSandbox:
             cwd="/work",
             toolchain_dirs=template.toolchain_dirs,
             hidden_dirs=template.hidden_dirs,
+            binds=template.binds,
             limit_address_space=template.limit_address_space,
         )
+        # The hidden site-packages the chosen packages are bound into: on a forked test's
+        # sys.path, as `site` puts them on a fresh `python -I`'s (the supervisor runs with -S).
+        self._site = [
+            h for h in template.hidden_dirs if any(t.startswith(h + "/") for _, t in template.binds)
+        ]
         # The CPU and address-space limits are per test: the supervisor sets them on each.
         rlimits = [r for r in self._rlimits(self.limits) if r[0] not in (_RLIMIT_CPU, _RLIMIT_AS)]
         try:
@@ -108,6 +115,7 @@ class BatchSandbox:
             "argv": list(argv) if argv is not None else None,
             "path": path,
             "preload": list(preload),
+            "site": self._site,
             "stdin": stdin,
             "wall": limits.wall_time_s,
             "rlimits": self._rlimits(limits),

@@ -8,7 +8,7 @@ test at a time (frames: 8-byte big-endian length + ``marshal`` data):
 
 * request ``{"argv": [...] | None, "path": str, "stdin": bytes, "wall": float, "rlimits":
   [(res, soft, hard)], "stdout_cap": int, "stderr_cap": int, "stderr_stop": int, "preload":
-  [module names]}``. With an
+  [module names], "site": [dirs a forked test adds to sys.path]}``. With an
   ``argv`` the test process execs it (a compiled program); with ``argv=None`` it is a fork of
   this already-initialised interpreter that runs the Python file ``path`` as ``__main__``;
 * answer ``{"returncode", "timed_out", "overflow", "err_overflow", "err_truncated", "wall",
@@ -99,6 +99,7 @@ def _child(req: dict, fds: tuple[int, int, int]) -> None:  # type: ignore[type-a
         os._exit(127)
     signal.signal(signal.SIGPIPE, signal.SIG_IGN)  # what a fresh interpreter does
     signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    sys.path.extend(d for d in req.get("site", ()) if d not in sys.path)  # as `site` would
 
 
 _COMPILED: dict[str, object] = {}

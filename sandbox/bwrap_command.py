@@ -129,11 +129,13 @@ def bwrap_argv(
         a += ["--ro-bind-try", etc, etc]
     for tool_dir in request.toolchain_dirs:
         a += ["--ro-bind", tool_dir, tool_dir]
-    for source, target in request.binds:
+    hidden = [h for h in request.hidden_dirs if os.path.isdir(h)]
+    for hidden_dir in hidden:  # e.g. the host's site-packages: shown empty
+        a += ["--perms", "0555", "--tmpfs", hidden_dir]
+    for source, target in request.binds:  # some land in a hidden dir (chosen packages)
         a += ["--ro-bind", source, target]
-    for hidden in request.hidden_dirs:  # e.g. the host's site-packages: shown empty
-        if os.path.isdir(hidden):
-            a += ["--perms", "0555", "--tmpfs", hidden, "--remount-ro", hidden]
+    for hidden_dir in hidden:
+        a += ["--remount-ro", hidden_dir]
     a += ["--proc", "/proc", "--dev", "/dev"]
     size = str(limits.work_dir_mb * MIB)
     for mount_point in ("/tmp", "/dev/shm", "/work"):

@@ -121,6 +121,12 @@ def _pytest_file(_source):
     return True
 
 
+def _has_pytest():
+    import importlib.util as _util
+
+    return _util.find_spec("pytest") is not None
+
+
 def _required(_fn):
     _code = _fn.__code__
     _kw = _code.co_kwonlyargcount - len(_fn.__kwdefaults__ or {})
@@ -175,17 +181,105 @@ def _run_test_functions(_namespace, _before, _source):
     return _ran
 
 
+def _needs_pytest(_source):
+    # a pytest file that only pytest runs as written: it imports pytest (raises, approx, marks)
+    # or a test of it takes arguments (fixtures, parametrize); other test files run here
+    import ast as _ast
+
+    if not _pytest_file(_source):
+        return False
+    for _node in _ast.walk(_ast.parse(_source)):
+        if isinstance(_node, _ast.Import) and any(
+            _a.name.split(".")[0] in ("pytest", "_pytest") for _a in _node.names
+        ):
+            return True
+        if isinstance(_node, _ast.ImportFrom) and (_node.module or "").split(".")[0] in (
+            "pytest", "_pytest",
+        ):
+            return True
+    for _node in _ast.parse(_source).body:
+        _fns = [_node]
+        if isinstance(_node, _ast.ClassDef) and _node.name.startswith("Test"):
+            _defs = (_ast.FunctionDef, _ast.AsyncFunctionDef)
+            _fns = [_f for _f in _node.body if isinstance(_f, _defs)]
+            _self = 1
+        else:
+            _self = 0
+        for _fn in _fns:
+            if not isinstance(_fn, _ast.FunctionDef | _ast.AsyncFunctionDef):
+                continue
+            if not _fn.name.startswith("test"):
+                continue
+            _args = _fn.args
+            _positional = len(_args.posonlyargs) + len(_args.args) - len(_args.defaults) - _self
+            _kw = sum(1 for _d in _args.kw_defaults if _d is None)
+            if _positional > 0 or _kw > 0:
+                return True
+    return False
+
+
+def _run_pytest(_namespace, _source):
+    # the test file as pytest runs it (KodCode's check): a file of its own, importing the program
+    # as `solution`; names it uses without importing are the program's (as in one namespace)
+    import builtins as _builtins
+    import contextlib as _contextlib
+    import os as _os
+    import tempfile as _tempfile
+
+    _os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
+    import pytest as _pytest
+
+    _builtins.__dict__.update(
+        {_k: _v for _k, _v in _namespace.items() if not _k.startswith("__")}
+    )
+    _dir = _tempfile.mkdtemp(prefix="referee-pytest-", dir="/tmp")
+    _path = _dir + "/test_solution.py"
+    with open(_path, "w", encoding="utf-8") as _fh:
+        _fh.write(_source)
+
+    class _Failures:
+        def __init__(self):
+            self.first = None
+
+        def _note(self, _report):
+            if _report.failed and self.first is None:
+                _crash = getattr(_report.longrepr, "reprcrash", None)
+                self.first = getattr(_crash, "message", None) or str(_report.longrepr)
+
+        def pytest_runtest_logreport(self, report):
+            self._note(report)
+
+        def pytest_collectreport(self, report):
+            self._note(report)
+
+    _failures = _Failures()
+    _args = [_path, "-q", "-p", "no:cacheprovider", "--rootdir", _dir, "--no-header", "-rN"]
+    with _contextlib.redirect_stdout(_sys.stderr):  # pytest's report: the run's stderr
+        _code = _pytest.main(_args, plugins=[_failures])
+    if _code == 0:
+        return
+    _message = _failures.first or ("pytest ended with exit status " + str(int(_code)))
+    _first = _message.splitlines()[0] if _message else ""
+    if _first.startswith(("assert", "AssertionError", "Failed")):  # pytest.raises/fail too
+        raise AssertionError(_message)
+    raise RuntimeError("pytest: " + _message)
+
+
 def _main():
     _request = _json.loads(_sys.stdin.readline())
     _marker = "@@referee:" + _request.pop("nonce") + "@@"
     _namespace = _load_solution()
     _as_module(_namespace)
-    _before = dict(_namespace)
-    exec(compile(_request["test_code"], "tests.py", "exec"), _namespace)
-    _run_test_functions(_namespace, _before, _request["test_code"])
+    _source = _request["test_code"]
     _entry = _request.get("entry_point")
-    if _entry:
-        _namespace["check"](_namespace[_entry])
+    if not _entry and _needs_pytest(_source) and _has_pytest():
+        _run_pytest(_namespace, _source)
+    else:
+        _before = dict(_namespace)
+        exec(compile(_source, "tests.py", "exec"), _namespace)
+        _run_test_functions(_namespace, _before, _source)
+        if _entry:
+            _namespace["check"](_namespace[_entry])
     _sys.stdout.flush()
     _sys.stdout.write("\n" + _marker + "\n")
     _sys.stdout.flush()

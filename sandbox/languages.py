@@ -28,6 +28,7 @@ from pathlib import Path
 
 from referee.sandbox.errors import LanguageUnavailable
 from referee.sandbox.models import Limits
+from referee.sandbox.python_packages import site_binds
 
 __all__ = [
     "COMPILE_LIMITS",
@@ -81,6 +82,9 @@ class Language:
     """What a run of the built program needs of them (None: all; a Go or Rust binary: none)."""
     hidden_dirs: tuple[str, ...] = ()
     """Directories shown empty: the interpreter's site-packages (the host's packages)."""
+    binds: tuple[tuple[str, str], ...] = ()
+    """``(host path, sandbox path)`` read-only binds into them: the chosen distributions of the
+    server's environment (``python_packages.site_binds``) a Python program may import."""
     path_dirs: tuple[str, ...] = ()
     env: dict[str, str] = field(default_factory=dict)
     limit_address_space: bool = True
@@ -137,12 +141,14 @@ def _python() -> Language | None:
     if not exe.exists():
         return None
     pieces, hidden = _python_pieces(prefix, version)
+    binds = site_binds(hidden[0]) if hidden else ()
     return Language(
         name="python",
         source_name=_fixed("main.py"),
         run_argv=lambda src, _l: (str(exe), "-I", "-B", f"/code/{src}"),
         toolchain_dirs=pieces,
         hidden_dirs=hidden,
+        binds=binds,
         env={"PYTHONIOENCODING": "utf-8", "PYTHONHASHSEED": "0"},
     )
 
@@ -393,4 +399,5 @@ def by_name(recipe: Language) -> Language:
         ),
         toolchain_dirs=(),
         path_dirs=(),
+        binds=(),  # the image's own packages (docker/build-sandbox-image.sh)
     )

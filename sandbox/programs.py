@@ -69,6 +69,7 @@ class PreparedProgram(Closing):
                 cwd="/work",
                 toolchain_dirs=self.language.run_toolchain_dirs,
                 hidden_dirs=self.language.hidden_dirs,
+                binds=self.language.binds,
                 limit_address_space=self.language.limit_address_space,
             )
         )
@@ -123,6 +124,7 @@ def prepare(
                     cwd="/code",
                     toolchain_dirs=recipe.toolchain_dirs,
                     hidden_dirs=recipe.hidden_dirs,
+                    binds=recipe.binds,
                     limit_address_space=recipe.limit_address_space,
                     kind="compile",
                 )
@@ -220,6 +222,7 @@ class ProgramSession(Closing):
         language = self.program.language
         toolchain = dict.fromkeys((*language.run_toolchain_dirs, *python.toolchain_dirs))
         hidden = dict.fromkeys((*language.hidden_dirs, *python.hidden_dirs))
+        binds = language.binds  # the program's own (a compiled one execs, needing none)
         template = ExecRequest(
             argv=("/bin/true",),
             limits=limits,
@@ -227,6 +230,7 @@ class ProgramSession(Closing):
             program_dir=self.program.directory,
             toolchain_dirs=tuple(toolchain),
             hidden_dirs=tuple(hidden),
+            binds=binds,
             limit_address_space=language.limit_address_space,
         )
         batch = BatchSandbox(backend, template, python.run_argv("x", limits)[0])

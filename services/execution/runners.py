@@ -25,6 +25,7 @@ from referee.sandbox import (
     get_language,
     prepare,
 )
+from referee.sandbox.python_packages import bound_distributions
 from referee.services.execution.program import Program, ProgramLimits
 from referee.services.execution.program_tests import grade_code
 
@@ -83,7 +84,14 @@ class LocalRunner:
             backend=self.name,
             available=True,
             reason=None,
-            languages=[LanguageInfo(name=n, compiled=get_language(n).compiled) for n in names],
+            languages=[
+                LanguageInfo(
+                    name=n,
+                    compiled=get_language(n).compiled,
+                    packages=list(bound_distributions(get_language(n).binds)),
+                )
+                for n in names
+            ],
             slots=slots,
         )
 

@@ -16,6 +16,7 @@ from referee.sandbox import (
     TestOutcome,
     available_languages,
     known_languages,
+    run_program,
     run_tests,
 )
 
@@ -227,7 +228,7 @@ class TestEdges:
 def test_pytest_style_test_files_run_their_test_functions(backend: BwrapBackend) -> None:
     """A KodCode-style test file (``from solution import f``, test functions, a Test class)
     passes only when every test function passes: defining them is not passing them, and
-    unittest's cases run by unittest. A test function that needs pytest's fixtures fails."""
+    unittest's cases run by unittest. A test function that takes a fixture runs under pytest."""
     right = (
         "def has_pair_with_sum(a, k):\n"
         "    seen = set()\n"
@@ -257,8 +258,13 @@ def test_pytest_style_test_files_run_their_test_functions(backend: BwrapBackend)
         run_tests(p, "python", [cases], backend=backend).tests[0].outcome for p in (right, wrong)
     ]
     assert outcomes[0] is TestOutcome.PASSED and outcomes[1] is not TestOutcome.PASSED
-    fixture = AssertTest("def test_needs(tmp_path):\n    assert tmp_path\n")
+    # a test that takes a fixture runs under pytest itself: pytest's own fixtures are there,
+    # a fixture no one defines fails its test
+    fixture = AssertTest("def test_needs(tmp_path):\n    assert tmp_path.is_dir()\n")
     result = run_tests(right, "python", [fixture], backend=backend)
+    assert result.tests[0].outcome is TestOutcome.PASSED, result.tests[0]
+    unknown = AssertTest("def test_needs(no_such_fixture):\n    assert True\n")
+    result = run_tests(right, "python", [unknown], backend=backend)
     assert result.tests[0].outcome is not TestOutcome.PASSED
     # assert-style test code whose own statements call a test* helper that takes arguments:
     # the helper is not called bare (it is no pytest test there)
@@ -291,3 +297,53 @@ def test_assert_tests_exiting_early_is_not_a_pass(backend: BwrapBackend) -> None
 def test_function_tests_need_python(backend: BwrapBackend) -> None:
     with pytest.raises(ValueError, match="only supported for python"):
         run_tests("int main(){}", "c", [FunctionCallTest("f", [], 1)], backend=backend)
+
+
+_PYTEST_FILE = (
+    "import pytest\nfrom solution import div\n\n"
+    '@pytest.mark.parametrize("a,b,c", [(4, 2, 2), (9, 3, 3)])\n'
+    "def test_div(a, b, c):\n    assert div(a, b) == pytest.approx(c)\n\n"
+    "def test_zero():\n    with pytest.raises(ValueError):\n        div(1, 0)\n\n"
+    "def test_printed(capsys):\n    print(div(1, 4))\n"
+    '    assert capsys.readouterr().out == "0.25\\n"\n'
+)
+_DIV = "def div(a, b):\n    if b == 0:\n        raise ValueError('zero')\n    return a / b\n"
+
+
+def test_pytest_files_run_under_pytest(backend: BwrapBackend) -> None:
+    """KodCode's shape: a test file that imports pytest (parametrize, raises, approx, a fixture)
+    runs under the sandbox's pytest; a program wrong in any one test fails it, and one that
+    raises the wrong exception is a runtime error, not a pass."""
+    test = AssertTest(_PYTEST_FILE)
+    assert run_tests(_DIV, "python", [test], backend=backend).tests[0].outcome is TestOutcome.PASSED
+    off_by_one = (
+        "def div(a, b):\n    if b == 0:\n        raise ValueError\n    return a / b + (a == 9)\n"
+    )
+    result = run_tests(off_by_one, "python", [test], backend=backend).tests[0]
+    assert result.outcome is TestOutcome.WRONG_ANSWER, result
+    no_check = "def div(a, b):\n    return a / b\n"  # ZeroDivisionError where ValueError is asked
+    result = run_tests(no_check, "python", [test], backend=backend).tests[0]
+    assert result.outcome is TestOutcome.RUNTIME_ERROR, result
+    assert "ZeroDivisionError" in result.run.stderr
+
+
+def test_programs_see_the_chosen_packages_only(backend: BwrapBackend) -> None:
+    """A program imports pytest and numpy (bound read-only from the server's environment), not
+    the server's other packages; with no packages chosen, pytest is not there."""
+    import dataclasses
+
+    from referee.sandbox.languages import get_language
+
+    probe = (
+        "import numpy, pytest, os\nprint(numpy.arange(3).sum())\n"
+        "try:\n    import fastapi\nexcept ImportError:\n    print('no fastapi')\n"
+        "try:\n    open(os.path.join(os.path.dirname(numpy.__file__), 'x'), 'w')\n"
+        "except OSError:\n    print('read-only')\n"
+    )
+    result = run_program(probe, "python", backend, "", Limits())
+    assert result.stdout.split() == ["3", "no", "fastapi", "read-only"], result
+    bare = dataclasses.replace(get_language("python"), binds=())
+    result = run_program("import pytest\n", bare, backend, "", Limits())
+    assert "No module named 'pytest'" in result.stderr
+    test = AssertTest(_PYTEST_FILE)
+    assert run_tests(_DIV, bare, [test], backend=backend).tests[0].outcome is not TestOutcome.PASSED

@@ -575,8 +575,8 @@ def test_open_instruct_code_rows_score_as_open_instruct(server: Server) -> None:
     (recorded from its checkout, tests/acecode_verdicts.py; AceCode's own pass rates agree),
     where referee used to find no program in a completion without a fence. Half the rows carry
     their tests packed as open-instruct's ``encode_tests`` packs them (base64 of zlib of a
-    pickle). The completions that import pytest, which the sandbox's Python lacks, score 0
-    (three of the five pass under open-instruct)."""
+    pickle). The completions that import pytest get it in the sandbox, as open-instruct's
+    Python has it."""
     import base64
     import zlib
 
@@ -593,12 +593,12 @@ def test_open_instruct_code_rows_score_as_open_instruct(server: Server) -> None:
     with trl_call(reward_function(server.url)) as call:
         out = call(rows, completions, 1)
     got = out[:, 0].tolist()
-    expected = [
-        0.0 if "import pytest" in r["completion"] else r["open_instruct_pass_rate"]
-        for r in recorded
-    ]
-    # five import pytest: three pass under open-instruct (its Python has pytest), two fail
+    expected = [r["open_instruct_pass_rate"] for r in recorded]
+    # five import pytest, which the sandbox's Python has (three pass, two fail under
+    # open-instruct, whose Python has it too): before it was bound there, all five scored 0
     assert sum("import pytest" in c for c in completions) == 5
+    with_pytest = [r for c, r in zip(completions, expected, strict=True) if "import pytest" in c]
+    assert sum(r == 1.0 for r in with_pytest) == 3
     assert len(set(expected)) == 3  # all pass, some pass, none pass
     assert got == pytest.approx(expected)
 
