@@ -1,7 +1,7 @@
 """Which of the server's installed Python distributions a sandboxed Python program sees.
 
 The sandbox's Python is the server's base interpreter with its own site-packages shown empty,
-so by default a program has the standard library only. Test code of the field does not: KodCode's
+so without binds a program has the standard library only. Test code of the field does not: KodCode's
 test files use ``pytest.raises`` and ``pytest.mark.parametrize``, AceCode's and TACO's programs
 import numpy. ``REFEREE_SANDBOX_PYTHON_PACKAGES`` (comma-separated distribution names; default
 ``pytest,numpy``; empty for none) names the distributions a program may import: each one and the
