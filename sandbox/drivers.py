@@ -188,7 +188,8 @@ def _needs_pytest(_source):
 
     if not _pytest_file(_source):
         return False
-    for _node in _ast.walk(_ast.parse(_source)):
+    _tree = _ast.parse(_source)  # parses: _pytest_file did
+    for _node in _ast.walk(_tree):
         if isinstance(_node, _ast.Import) and any(
             _a.name.split(".")[0] in ("pytest", "_pytest") for _a in _node.names
         ):
@@ -197,7 +198,7 @@ def _needs_pytest(_source):
             "pytest", "_pytest",
         ):
             return True
-    for _node in _ast.parse(_source).body:
+    for _node in _tree.body:
         _fns = [_node]
         if isinstance(_node, _ast.ClassDef) and _node.name.startswith("Test"):
             _defs = (_ast.FunctionDef, _ast.AsyncFunctionDef)
@@ -229,8 +230,14 @@ def _run_pytest(_namespace, _source):
     _os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
     import pytest as _pytest
 
+    # not over a builtin: pytest's own code reads them too (`input = sys.stdin.readline`, a
+    # program's own `len`, would break pytest, not the program)
     _builtins.__dict__.update(
-        {_k: _v for _k, _v in _namespace.items() if not _k.startswith("__")}
+        {
+            _k: _v
+            for _k, _v in _namespace.items()
+            if not _k.startswith("__") and _k not in _builtins.__dict__
+        }
     )
     _dir = _tempfile.mkdtemp(prefix="referee-pytest-", dir="/tmp")
     _path = _dir + "/test_solution.py"

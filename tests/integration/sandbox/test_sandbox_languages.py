@@ -321,6 +321,11 @@ def test_pytest_files_run_under_pytest(backend: BwrapBackend) -> None:
     )
     result = run_tests(off_by_one, "python", [test], backend=backend).tests[0]
     assert result.outcome is TestOutcome.WRONG_ANSWER, result
+    # a program that rebinds builtins (competitive code's `input = sys.stdin.readline`, its
+    # own `len`) leaves pytest's own code alone
+    shadowing = "import sys\ninput = sys.stdin.readline\ndef len(x):\n    return 0\n" + _DIV
+    result = run_tests(shadowing, "python", [test], backend=backend).tests[0]
+    assert result.outcome is TestOutcome.PASSED, result
     no_check = "def div(a, b):\n    return a / b\n"  # ZeroDivisionError where ValueError is asked
     result = run_tests(no_check, "python", [test], backend=backend).tests[0]
     assert result.outcome is TestOutcome.RUNTIME_ERROR, result
