@@ -2,7 +2,10 @@
 question's ``test_solution.py``, and the ``Pass``/``Fail`` its ``run_test.sh`` wrote from
 ``pytest --rootdir=.``; copied by tests/kodcode_verdicts.py) against referee's assert tests in
 the real bubblewrap sandbox, at KodCode's 30 s limit. The default suite runs every twelfth trial;
-``make test-long`` runs all 844.
+``make test-long`` runs all 828 with a ``Pass`` or ``Fail`` verdict. The 16 that KodCode recorded
+as ``Fail - Timed Out`` are left out: whether a program doing 20 to 40 s of work finishes in 30 s
+depends on the machine (one of them, a million-step Collatz search, passed on one run here and
+timed out on another).
 
 The one trial known to differ: a test function that yields (pytest 8, which KodCode ran, skips
 it with a warning; pytest 9, in the sandbox here, fails its collection).
@@ -31,7 +34,9 @@ _YIELDING = (
 def _rows() -> list[dict[str, Any]]:
     header, *rows = (json.loads(line) for line in _DATA.read_text().splitlines())
     assert header["rows"] == len(rows) == 844
-    return rows
+    verdicts = [r["kodcode_verdict"] for r in rows]
+    assert verdicts.count("Fail - Timed Out") == 16
+    return [r for r in rows if r["kodcode_verdict"] in ("Pass", "Fail")]
 
 
 def _disagreements(backend: BwrapBackend, rows: list[dict[str, Any]]) -> dict[str, str]:
