@@ -9,8 +9,12 @@ code, then the test functions it defines as pytest collects them (``test*`` func
 ``Test*`` classes' ``test*`` methods, ``unittest.TestCase`` classes by unittest; the program is
 importable as ``solution``, as KodCode's test files import it) and ``check(entry_point)``, and
 prints the marker only if they complete: a test file of functions is not passed by defining
-them. Expected values of
-function-call tests never enter the sandbox: the comparison happens outside.
+them. The program cannot rig the assert driver's tests in the common ways (an object equal to
+anything, patched unittest or pytest, pytest's environment or ini files, a module of its own on
+the import path): the import system, builtins and ``PYTEST*`` variables are put back after it
+loads, the frameworks imported afresh, and the test code's ``==`` and ``in`` checked (see
+docs/sandbox.md). Expected values of function-call tests never enter the sandbox: the comparison
+happens outside.
 """
 
 from __future__ import annotations
@@ -86,6 +90,217 @@ _main()
 ASSERT_DRIVER = (
     _COMMON
     + r"""
+
+# -- what the program may not change for the tests -------------------------------------------
+# The program runs first, in the tests' process, so it could rig them: return an object whose
+# __eq__ holds it equal to anything, patch unittest or pytest, set PYTEST_ADDOPTS, leave a
+# pytest.ini in /tmp, put a module of its own on the import path. The driver keeps the import
+# system, the builtins and the environment as they were before the program ran, imports the test
+# frameworks afresh after it, and sends the test code's `==` and `in` through a check that a
+# value the program made does not compare equal to an object it has never seen.
+_PLAIN = frozenset({int, float, complex, str, bytes, bool, type(None), list, tuple, dict, set,
+                    frozenset})
+_FRAMEWORKS = frozenset({"unittest", "pytest", "_pytest", "pluggy", "iniconfig", "doctest"})
+_BEFORE = {}
+
+
+def _keep_state():
+    import builtins as _builtins
+    import os as _os
+
+    _BEFORE["path"] = list(_sys.path)
+    _BEFORE["meta_path"] = list(_sys.meta_path)
+    _BEFORE["path_hooks"] = list(_sys.path_hooks)
+    _BEFORE["builtins"] = dict(_builtins.__dict__)
+    _BEFORE["environ"] = {k: v for k, v in _os.environ.items() if k.startswith("PYTEST")}
+
+
+def _restore_state():
+    import builtins as _builtins
+    import os as _os
+
+    _sys.path[:] = _BEFORE["path"]
+    _sys.meta_path[:] = _BEFORE["meta_path"]
+    _sys.path_hooks[:] = _BEFORE["path_hooks"]
+    _sys.path_importer_cache.clear()
+    _builtins.__dict__.update(_BEFORE["builtins"])  # a name the program added stays its own
+    for _k in [_k for _k in _os.environ if _k.startswith("PYTEST")]:
+        del _os.environ[_k]
+    _os.environ.update(_BEFORE["environ"])
+    for _name in [_n for _n in _sys.modules if _n.split(".")[0] in _FRAMEWORKS]:
+        del _sys.modules[_name]
+
+
+class _Unseen:
+    __slots__ = ()
+
+
+def _program_eq(_cls, _type=type, _getattr=getattr, _isinstance=isinstance):
+    # whether the __eq__ that instances of _cls use is the program's (its file, or code it
+    # compiled itself), not the test file's nor a library's
+    for _k in _cls.__mro__:
+        if "__eq__" in _k.__dict__:
+            if _k is object or _k in _PLAIN:
+                return False
+            _code = _getattr(_k.__dict__["__eq__"], "__code__", None)
+            if _code is None:
+                return _getattr(_k, "__module__", None) == "__solution__"
+            _file = _code.co_filename
+            return _isinstance(_file, str) and (_file == "main.py" or _file.startswith("<"))
+    return False
+
+
+def _unequal_to(_v, _type=type):
+    # values of _v's type that are not equal to it
+    _t = _type(_v)
+    if _t is bool:
+        return (not _v,)
+    if _t is int or _t is complex:
+        return (_v + 1,)
+    if _t is float:
+        return (_v * 2 + 1,) if _v - _v == 0 else (0.0,)
+    if _t is str:
+        return (_v + "\x00",)
+    if _t is bytes:
+        return (_v + b"\x00",)
+    if _t is list or _t is tuple:
+        return (_v + _t((_Unseen(),)),)
+    if _t is dict:
+        _d = dict(_v)
+        _d[_Unseen()] = 0
+        return (_d,)
+    if _t is set or _t is frozenset:
+        return (_t(_v) | {_Unseen()},)
+    return ()
+
+
+def _holds_anything_equal(_p, _q, _bool=bool):
+    try:
+        if _bool(_p == _Unseen()):
+            return True
+        for _v in _unequal_to(_q):
+            if _bool(_p == _v):
+                return True
+    except Exception:
+        return False
+    return False
+
+
+def _rigged(_a, _b, _budget, _type=type, _len=len, _zip=zip):
+    # a pair in the two values (walking lists, tuples and dicts) that is equal only because a
+    # value the program made holds itself equal to anything
+    import itertools as _itertools
+
+    _stack = [(_a, _b)]
+    while _stack and _budget[0] > 0:
+        _budget[0] -= 1
+        _x, _y = _stack.pop()
+        _tx, _ty = _type(_x), _type(_y)
+        if _tx in _PLAIN and _ty in _PLAIN:
+            if (_tx is list or _tx is tuple) and (_ty is list or _ty is tuple):
+                if _len(_x) == _len(_y):
+                    _stack.extend(_itertools.islice(_zip(_x, _y), _budget[0]))
+            elif _tx is dict and _ty is dict and _len(_x) == _len(_y):
+                _pairs = ((_x[_k], _y[_k]) for _k in _x if _k in _y)
+                _stack.extend(_itertools.islice(_pairs, _budget[0]))
+            continue
+        for _p, _q in ((_x, _y), (_y, _x)):
+            if _type(_q) in _PLAIN and _type(_p) not in _PLAIN and _program_eq(_type(_p)):
+                if _holds_anything_equal(_p, _q):
+                    return True
+    return False
+
+
+_RIGGED = (
+    "a value the program made compares equal to anything: its __eq__ holds it equal to an "
+    "object it has never seen ({!r:.80} == {!r:.80})"
+)
+
+
+def _guarded_eq(_a, _b, _bool=bool):
+    _r = _a == _b
+    try:
+        _held = _bool(_r)
+    except Exception:
+        return _r
+    if _held and _rigged(_a, _b, [100_000]):
+        raise AssertionError(_RIGGED.format(_a, _b))
+    return _r
+
+
+def _guarded_in(_a, _b, _type=type, _len=len):
+    _r = _a in _b
+    if _r and _type(_b) in (list, tuple, set, frozenset, dict):
+        if _type(_a) not in _PLAIN or _len(_b) <= 1000:
+            import itertools as _itertools
+
+            _budget = [100_000]
+            for _e in _itertools.islice(_b, 100_000):
+                if _rigged(_a, _e, _budget):
+                    raise AssertionError(_RIGGED.format(_a, _e))
+    return _r
+
+
+def _guard_tests(_source):
+    # the test code with each `a == b` and `a in b` as __referee_eq__(a, b) / __referee_in__(a, b)
+    import ast as _ast
+
+    class _Guard(_ast.NodeTransformer):
+        def visit_Compare(self, node):
+            self.generic_visit(node)
+            if len(node.ops) != 1:
+                return node
+            if isinstance(node.ops[0], _ast.Eq):
+                _name = "__referee_eq__"
+            elif isinstance(node.ops[0], _ast.In):
+                _name = "__referee_in__"
+            else:
+                return node
+            _call = _ast.Call(_ast.Name(_name, _ast.Load()), [node.left, node.comparators[0]], [])
+            return _ast.copy_location(_call, node)
+
+    return _ast.fix_missing_locations(_Guard().visit(_ast.parse(_source)))
+
+
+def _guards():
+    return {"__referee_eq__": _guarded_eq, "__referee_in__": _guarded_in}
+
+
+def _guard_unittest():
+    # unittest's own comparisons (assertEqual's `first == second`) through the same check
+    import unittest as _unittest
+
+    _case = _unittest.TestCase
+
+    def _checked(_name):
+        _original = getattr(_case, _name)
+
+        def _check(self, first, second, *args, **kwargs):
+            if _rigged(first, second, [100_000]):
+                raise self.failureException(_RIGGED.format(first, second))
+            return _original(self, first, second, *args, **kwargs)
+
+        _check.__name__ = _name
+        setattr(_case, _name, _check)
+
+    for _name in (
+        "assertEqual", "assertListEqual", "assertTupleEqual", "assertDictEqual",
+        "assertSequenceEqual", "assertAlmostEqual", "assertCountEqual",
+    ):  # fmt: skip
+        _checked(_name)
+    _original_in = _case.assertIn
+
+    def assertIn(self, member, container, msg=None):
+        try:
+            _guarded_in(member, container)
+        except AssertionError as _e:
+            raise self.failureException(str(_e)) from None
+        except Exception:
+            pass  # what is wrong with the arguments, assertIn itself says
+        return _original_in(self, member, container, msg)
+
+    _case.assertIn = assertIn
+
 
 def _as_module(_namespace):
     # pytest-style test files (KodCode's) import the program: `from solution import f`
@@ -219,9 +434,10 @@ def _needs_pytest(_source):
     return False
 
 
-def _run_pytest(_namespace, _source):
+def _run_pytest(_namespace, _source, _tree):
     # the test file as pytest runs it (KodCode's check): a file of its own, importing the program
     # as `solution`; names it uses without importing are the program's (as in one namespace)
+    import ast as _ast
     import builtins as _builtins
     import contextlib as _contextlib
     import os as _os
@@ -239,33 +455,52 @@ def _run_pytest(_namespace, _source):
             if not _k.startswith("__") and _k not in _builtins.__dict__
         }
     )
+    _builtins.__dict__.update(_guards())
     _dir = _tempfile.mkdtemp(prefix="referee-pytest-", dir="/tmp")
     _path = _dir + "/test_solution.py"
+    try:
+        _text = _source if _tree is None else _ast.unparse(_tree)
+    except Exception:  # what ast cannot write back runs unguarded, as written
+        _text = _source
     with open(_path, "w", encoding="utf-8") as _fh:
-        _fh.write(_source)
+        _fh.write(_text)
+    with open(_dir + "/pytest.ini", "w", encoding="utf-8") as _fh:
+        _fh.write("[pytest]\n")  # this file's settings only: no pytest.ini the program left
 
-    class _Failures:
+    class _Report:
         def __init__(self):
             self.first = None
+            self.items = self.passed = self.skipped = 0
 
         def _note(self, _report):
             if _report.failed and self.first is None:
                 _crash = getattr(_report.longrepr, "reprcrash", None)
                 self.first = getattr(_crash, "message", None) or str(_report.longrepr)
 
+        def pytest_collection_finish(self, session):
+            self.items = len(session.items)
+
         def pytest_runtest_logreport(self, report):
             self._note(report)
+            self.passed += report.when == "call" and report.passed
+            self.skipped += report.skipped
 
         def pytest_collectreport(self, report):
             self._note(report)
 
-    _failures = _Failures()
-    _args = [_path, "-q", "-p", "no:cacheprovider", "--rootdir", _dir, "--no-header", "-rN"]
+    _report = _Report()
+    _args = [
+        _path, "-q", "-c", _dir + "/pytest.ini", "--rootdir", _dir, "--confcutdir", _dir,
+        "-p", "no:cacheprovider", "--no-header", "-rN",
+    ]  # fmt: skip
     with _contextlib.redirect_stdout(_sys.stderr):  # pytest's report: the run's stderr
-        _code = _pytest.main(_args, plugins=[_failures])
-    if _code == 0:
+        _code = _pytest.main(_args, plugins=[_report])
+    if _code == 0 and 0 < _report.items == _report.passed + _report.skipped:
         return
-    _message = _failures.first or ("pytest ended with exit status " + str(int(_code)))
+    _message = _report.first or (
+        "pytest ended with exit status " + str(int(_code)) + " having run "
+        + str(_report.passed + _report.skipped) + " of " + str(_report.items) + " tests"
+    )  # fmt: skip
     _first = _message.splitlines()[0] if _message else ""
     if _first.startswith(("assert", "AssertionError", "Failed")):  # pytest.raises/fail too
         raise AssertionError(_message)
@@ -275,15 +510,25 @@ def _run_pytest(_namespace, _source):
 def _main():
     _request = _json.loads(_sys.stdin.readline())
     _marker = "@@referee:" + _request.pop("nonce") + "@@"
-    _namespace = _load_solution()
-    _as_module(_namespace)
     _source = _request["test_code"]
     _entry = _request.get("entry_point")
-    if not _entry and _needs_pytest(_source) and _has_pytest():
-        _run_pytest(_namespace, _source)
+    _pytest_mode = not _entry and _needs_pytest(_source) and _has_pytest()
+    try:
+        _tree = _guard_tests(_source)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        _tree = None  # compiled as it is below, which says what is wrong with it
+    _keep_state()
+    _namespace = _load_solution()
+    _restore_state()
+    if "unittest" in _source:
+        _guard_unittest()
+    _as_module(_namespace)
+    if _pytest_mode:
+        _run_pytest(_namespace, _source, _tree)
     else:
         _before = dict(_namespace)
-        exec(compile(_source, "tests.py", "exec"), _namespace)
+        _namespace.update(_guards())
+        exec(compile(_source if _tree is None else _tree, "tests.py", "exec"), _namespace)
         _run_test_functions(_namespace, _before, _source)
         if _entry:
             _namespace["check"](_namespace[_entry])
