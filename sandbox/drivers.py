@@ -246,6 +246,15 @@ def _guard_tests(_source):
     import ast as _ast
 
     class _Guard(_ast.NodeTransformer):
+        def visit_FunctionDef(self, node):
+            # a test class's own __eq__ (a ListNode's, recursive) is the test's, as written
+            if node.name.startswith("__") and node.name.endswith("__"):
+                return node
+            self.generic_visit(node)
+            return node
+
+        visit_AsyncFunctionDef = visit_FunctionDef
+
         def visit_Compare(self, node):
             self.generic_visit(node)
             if len(node.ops) != 1:

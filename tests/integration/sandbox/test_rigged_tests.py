@@ -184,6 +184,19 @@ LEGIT = {
         "class Name(str):\n    pass\ndef add(a, b):\n    return Name(str(a + b))\n",
         "assert add(1, 2) == '3'\nassert add(1, 2) in ['3', '4']\n",
     ),
+    "the test file's own recursive __eq__ on a long list": (
+        "class Node:\n    def __init__(self, val, next=None):\n"
+        "        self.val, self.next = val, next\n"
+        "def build(values):\n    head = None\n    for v in reversed(values):\n"
+        "        head = Node(v, head)\n    return head\n",
+        "class Expected:\n    def __init__(self, val, next=None):\n"
+        "        self.val, self.next = val, next\n"
+        "    def __eq__(self, other):\n"
+        "        return self.val == other.val and self.next == other.next\n"
+        "def expected(values):\n    head = None\n    for v in reversed(values):\n"
+        "        head = Expected(v, head)\n    return head\n"
+        "assert expected(list(range(400))) == build(list(range(400)))\n",
+    ),
     "many comparisons": (
         RIGHT,
         "for i in range(2000):\n    assert add(i, 1) == i + 1\n"
