@@ -158,7 +158,9 @@ def _unequal_to(_v, _type=type):
     if _t is int or _t is complex:
         return (_v + 1,)
     if _t is float:
-        return (_v * 2 + 1,) if _v - _v == 0 else (0.0,)
+        if _v - _v != 0:  # inf, nan
+            return (0.0,)
+        return (_v + 1.0,) if -1e15 < _v < 1e15 else (_v * 2,)
     if _t is str:
         return (_v + "\x00",)
     if _t is bytes:

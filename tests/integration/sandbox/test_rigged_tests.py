@@ -171,7 +171,8 @@ LEGIT = {
         "    def __eq__(self, other):\n"
         "        return self.v == (other.v if isinstance(other, Money) else other)\n"
         "def add(a, b):\n    return Money(a + b)\n",
-        PLAIN + "assert add(1, 2) == Money(3)\n",
+        PLAIN + "assert add(1, 2) == Money(3)\nassert add(-0.5, -0.5) == -1.0\n"
+        "assert add(1e300, 1e300) == 2e300\n",
     ),
     "dataclasses and named tuples": (
         "from dataclasses import dataclass\nfrom collections import namedtuple\n"
