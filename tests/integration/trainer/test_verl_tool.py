@@ -32,6 +32,7 @@ def agent_loop_python() -> Path:
     return python
 
 
+@pytest.mark.long  # veRL's own tool registry, agent loop and reward loop end to end (a minute)
 @pytest.mark.timeout(1800)  # the first run builds veRL's environment (minutes), then it is cached
 def test_verl_tool_registry_calls_and_reward(tmp_path: Path, server: Server) -> None:
     spec = {
