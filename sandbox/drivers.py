@@ -219,8 +219,13 @@ _RIGGED = (
 )
 
 
-def _guarded_eq(_a, _b, _bool=bool):
+_SCALAR = frozenset({int, float, complex, str, bytes, bool, type(None)})
+
+
+def _guarded_eq(_a, _b, _bool=bool, _type=type):
     _r = _a == _b
+    if _type(_a) in _SCALAR and _type(_b) in _SCALAR:
+        return _r  # nothing the program made
     try:
         _held = _bool(_r)
     except Exception:
@@ -230,16 +235,24 @@ def _guarded_eq(_a, _b, _bool=bool):
     return _r
 
 
-def _guarded_in(_a, _b, _type=type, _len=len):
+def _guarded_in(_a, _b, _type=type):
+    # a list or tuple: the element `in` found equal (index finds the same one); a set or dict
+    # finds by hash, so only a value of the program's that holds itself equal to anything
     _r = _a in _b
-    if _r and _type(_b) in (list, tuple, set, frozenset, dict):
-        if _type(_a) not in _PLAIN or _len(_b) <= 1000:
-            import itertools as _itertools
-
-            _budget = [100_000]
-            for _e in _itertools.islice(_b, 100_000):
-                if _rigged(_a, _e, _budget):
-                    raise AssertionError(_RIGGED.format(_a, _e))
+    if not _r:
+        return _r
+    _tb = _type(_b)
+    if _tb is list or _tb is tuple:
+        try:
+            _e = _b[_b.index(_a)]
+        except Exception:
+            return _r
+        if _rigged(_a, _e, [100_000]):
+            raise AssertionError(_RIGGED.format(_a, _e))
+    elif _tb is set or _tb is frozenset or _tb is dict:
+        if _type(_a) not in _PLAIN and _program_eq(_type(_a)):
+            if _holds_anything_equal(_a, None):
+                raise AssertionError(_RIGGED.format(_a, _b))
     return _r
 
 

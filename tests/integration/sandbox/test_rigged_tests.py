@@ -86,7 +86,10 @@ RIGGED = {
 }
 
 PLAIN = "assert add(1, 2) == 3\nassert add(2, 2) == 4\n"
-IN = "assert add(1, 2) in (3, 30)\n"
+IN = (
+    "assert add(1, 2) in (3, 30)\nassert add(1, 2) in {3, 30}\nassert add(1, 2) in {3: 'x'}\n"
+    "assert 3 in [add(1, 2), add(2, 2)]\n"
+)
 LISTED = "assert [add(1, 2), add(2, 2)] == [3, 4]\nassert {'sum': add(1, 2)} == {'sum': 3}\n"
 HUMANEVAL = (
     "def check(candidate):\n    assert candidate(1, 2) == 3\n    assert candidate(2, 2) == 4\n"
@@ -201,6 +204,8 @@ LEGIT = {
     "many comparisons": (
         RIGHT,
         "for i in range(2000):\n    assert add(i, 1) == i + 1\n"
+        "values = [add(i, 0) for i in range(1000)]\nfound = set(values)\n"
+        "for i in range(20_000):\n    assert i % 1000 in values and i % 1000 in found\n"
         "assert list(map(add, range(50_000), range(50_000))) == [2 * i for i in range(50_000)]\n",
     ),
 }
