@@ -177,6 +177,12 @@ LEGIT = {
         PLAIN + "assert add(1, 2) == Money(3)\nassert add(-0.5, -0.5) == -1.0\n"
         "assert add(1e300, 1e300) == 2e300\n",
     ),
+    "a class of the program's equal within a tolerance": (
+        "class Near:\n    def __init__(self, v):\n        self.v = v\n"
+        "    def __eq__(self, other):\n        return abs(self.v - float(other)) < 1e-6\n"
+        "def add(a, b):\n    return Near(a + b)\n",
+        "assert add(0.1, 0.2) == 0.3\nassert add(1, 2) == 3\nassert add(1, 2) in [3.0000001, 9]\n",
+    ),
     "dataclasses and named tuples": (
         "from dataclasses import dataclass\nfrom collections import namedtuple\n"
         "P = namedtuple('P', 'x y')\n@dataclass\nclass Q:\n    x: int\n"
